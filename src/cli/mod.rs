@@ -1,0 +1,167 @@
+//! Command-line definitions: one module per subcommand, each with its arguments (whose `///` docs are the
+//! help text) and a `run` that calls the library. Nothing below this module touches clap.
+
+mod lookup;
+mod peaks;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use mfu::peaks::{Dtype, PeakTable, ResolveOptions, Resolver};
+
+/// Honest MFU from the logs of finished training runs.
+///
+/// mfu knows the dense peak FLOP/s of NVIDIA, AMD, Google TPU, AWS Trainium/Inferentia and Intel Gaudi
+/// devices for each precision, matches device names the way frameworks print them, and leaves MFU null
+/// rather than guessing when the device or precision is unknown.
+#[derive(Debug, Parser)]
+#[command(name = "mfu", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Peaks(peaks::PeaksArgs),
+    Lookup(lookup::LookupArgs),
+}
+
+/// Runs the chosen command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Peaks(args) => peaks::run(&args),
+        Command::Lookup(args) => lookup::run(&args),
+    }
+}
+
+/// Options shared by every command that resolves peaks.
+#[derive(Debug, Clone, Args)]
+pub struct PeakTableArgs {
+    /// Add or replace peak-table entries from FILE (CSV, same columns as the built-in table: vendor, name,
+    /// form_factor, patterns, fp64_tflops ... int8_tflops, source, note). An entry with the name of a
+    /// built-in one replaces it. Repeatable; later files win.
+    #[arg(long = "peaks", value_name = "FILE")]
+    pub peaks: Vec<PathBuf>,
+
+    /// Use F FLOP/s as the peak of every device, whatever its name or precision (e.g. 989.4e12).
+    #[arg(long, value_name = "F", value_parser = parse_positive_flops)]
+    pub peak_flops: Option<f64>,
+}
+
+impl PeakTableArgs {
+    /// The table with the user's files applied.
+    pub fn table(&self) -> anyhow::Result<PeakTable> {
+        PeakTable::with_user_files(&self.peaks).context("loading --peaks")
+    }
+
+    pub fn resolver(&self, model_dtype: Option<Dtype>) -> anyhow::Result<Resolver> {
+        Ok(Resolver::new(
+            self.table()?,
+            ResolveOptions {
+                forced_peak: self.peak_flops,
+                model_dtype,
+            },
+        ))
+    }
+}
+
+fn parse_positive_flops(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number (FLOP/s, e.g. 989.4e12)"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("'{s}' must be a positive number of FLOP/s"))
+    }
+}
+
+/// Output format of the listing commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// Aligned columns for reading (the default on a terminal).
+    Table,
+    /// Comma-separated values with a header (the default when piped).
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+/// `format` as given, else a table on a terminal and CSV when piped.
+pub fn list_format_or_default(format: Option<ListFormat>) -> ListFormat {
+    use std::io::IsTerminal;
+    format.unwrap_or_else(|| {
+        if std::io::stdout().is_terminal() {
+            ListFormat::Table
+        } else {
+            ListFormat::Csv
+        }
+    })
+}
+
+/// Pads each column of `rows` to its widest cell; numeric-looking columns are right-aligned.
+pub fn aligned_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let numeric: Vec<bool> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .all(|r| r[i].is_empty() || r[i] == "-" || r[i].parse::<f64>().is_ok())
+        })
+        .collect();
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if numeric[i] {
+                    format!("{c:>w$}", w = widths[i])
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+/// Formats TFLOP/s for people: at most one decimal place, no trailing zeros (989.4, 312, 181.05 → 181.05).
+pub fn tflops_text(flops: f64) -> String {
+    let t = flops / 1e12;
+    let s = format!("{t:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn tflops_text_trims() {
+        assert_eq!(tflops_text(989.4e12), "989.4");
+        assert_eq!(tflops_text(312e12), "312");
+        assert_eq!(tflops_text(181.05e12), "181.05");
+    }
+}

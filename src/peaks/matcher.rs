@@ -1,0 +1,453 @@
+//! Device-name matching: word-bounded, most specific first, and able to say why.
+//!
+//! Substring matching is how trainers hand out wrong denominators ("RTX A1000" → A100, "L40S" → L4,
+//! "GH200" → H20). Here a name is cut into whole tokens, and a pattern matches only when all its tokens
+//! appear in the name, in order, as whole tokens. Among the entries that match, the one whose pattern has
+//! the most tokens wins (`h100 pcie` beats `h100`); a tie between two entries is ambiguous and resolves to
+//! nothing. A name that carries a cut-down qualifier (Laptop, Max-Q, "D", lite, Ti, SUPER, MIG) only
+//! matches a pattern that names that qualifier too, so a laptop or export part never gets the desktop
+//! part's value.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::table::PeakTable;
+
+/// Tokens that turn a product into a weaker variant. A name with one of these only matches a pattern that
+/// contains it.
+pub const CUT_DOWN_QUALIFIERS: &[&str] = &[
+    "laptop", "mobile", "q", "d", "lite", "ti", "super", "mig", "maxq",
+];
+
+/// Characters that separate tokens, besides white space.
+const SEPARATORS: &[char] = &[
+    '-', '_', '[', ']', '(', ')', '/', ',', '.', ':', ';', '"', '\'', '{', '}', '+', '=', '*', '@',
+];
+
+/// Lower-cases `name` and cuts it into tokens on white space and separators.
+pub fn tokenize(name: &str) -> Vec<String> {
+    name.split(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_lowercase())
+        .collect()
+}
+
+/// The normalised form of a name: its tokens joined by single spaces.
+pub fn normalize(name: &str) -> String {
+    tokenize(name).join(" ")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PatternToken {
+    Word(String),
+    /// `#`: any token made only of digits (a pod size such as the 8 in `v4-8`).
+    Number,
+}
+
+/// One pattern of a table entry, such as `h100 pcie` or `v4 #`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    text: String,
+    tokens: Vec<PatternToken>,
+}
+
+impl Pattern {
+    /// Parses a pattern as written in the table: words separated like a device name; `#` stands for a number.
+    pub fn parse(text: &str) -> Result<Pattern, String> {
+        let tokens: Vec<PatternToken> = text
+            .split(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                if t == "#" {
+                    PatternToken::Number
+                } else {
+                    PatternToken::Word(t.to_lowercase())
+                }
+            })
+            .collect();
+        match tokens.first() {
+            None => Err(format!("pattern '{text}' has no tokens")),
+            Some(PatternToken::Number) => {
+                Err(format!("pattern '{text}' must start with a word, not '#'"))
+            }
+            Some(_) => Ok(Pattern {
+                text: tokens
+                    .iter()
+                    .map(|t| match t {
+                        PatternToken::Word(w) => w.as_str(),
+                        PatternToken::Number => "#",
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                tokens,
+            }),
+        }
+    }
+
+    /// The pattern in normalised form.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Number of tokens: the pattern's specificity.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    fn first_word(&self) -> &str {
+        match &self.tokens[0] {
+            PatternToken::Word(w) => w,
+            PatternToken::Number => unreachable!("parse rejects a leading '#'"),
+        }
+    }
+
+    fn contains_word(&self, word: &str) -> bool {
+        self.tokens
+            .iter()
+            .any(|t| matches!(t, PatternToken::Word(w) if w == word))
+    }
+
+    /// Positions of the name tokens this pattern matched, when all its tokens occur in order.
+    fn match_positions(&self, tokens: &[String], start: usize) -> Option<Vec<usize>> {
+        let mut positions = Vec::with_capacity(self.tokens.len());
+        let mut at = start;
+        for pt in &self.tokens {
+            let found = tokens[at..].iter().position(|t| match pt {
+                PatternToken::Word(w) => t == w,
+                PatternToken::Number => !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()),
+            })?;
+            positions.push(at + found);
+            at += found + 1;
+        }
+        Some(positions)
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A successful match and why it won.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// Index of the entry in the table.
+    pub entry: usize,
+    /// The winning pattern, normalised.
+    pub pattern: String,
+    /// The name tokens it matched.
+    pub matched_tokens: Vec<String>,
+    /// Less specific entries that also matched, with their best pattern: what the winner beat.
+    pub outranked: Vec<(usize, String)>,
+}
+
+/// Why a name resolved to nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoMatch {
+    /// The name is empty or only separators.
+    Empty,
+    /// No pattern matched; `suggestions` are the closest entries by spelling.
+    Unmatched { suggestions: Vec<usize> },
+    /// An entry matched, but the name names a cut-down variant (`qualifier`) that the entry is not.
+    CutDown { qualifier: String, entry: usize },
+    /// Two or more entries matched equally specifically.
+    Ambiguous { entries: Vec<usize> },
+}
+
+/// The outcome of matching one device name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MatchOutcome {
+    Found(Found),
+    NotFound(NoMatch),
+}
+
+/// Matches names against one table. Build once, then match many names.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// (entry index, pattern), grouped by the pattern's first word.
+    by_first_word: HashMap<String, Vec<(usize, Pattern)>>,
+    /// Every (entry, pattern), for suggestions.
+    all: Vec<(usize, Pattern)>,
+}
+
+impl Matcher {
+    pub fn new(table: &PeakTable) -> Matcher {
+        let mut by_first_word: HashMap<String, Vec<(usize, Pattern)>> = HashMap::new();
+        let mut all = Vec::new();
+        for (i, entry) in table.entries().iter().enumerate() {
+            for p in &entry.patterns {
+                by_first_word
+                    .entry(p.first_word().to_string())
+                    .or_default()
+                    .push((i, p.clone()));
+                all.push((i, p.clone()));
+            }
+        }
+        Matcher { by_first_word, all }
+    }
+
+    /// Matches one device name (not a list: split lists first).
+    pub fn find(&self, name: &str) -> MatchOutcome {
+        let tokens = tokenize(name);
+        if tokens.is_empty() {
+            return MatchOutcome::NotFound(NoMatch::Empty);
+        }
+        let qualifiers: Vec<&str> = tokens
+            .iter()
+            .map(String::as_str)
+            .filter(|t| CUT_DOWN_QUALIFIERS.contains(t))
+            .collect();
+
+        // Best pattern per entry: (entry, pattern, positions).
+        let mut best: Vec<(usize, &Pattern, Vec<usize>)> = Vec::new();
+        let mut cut_down: Option<(String, usize, usize)> = None;
+        for (start, token) in tokens.iter().enumerate() {
+            let Some(candidates) = self.by_first_word.get(token) else {
+                continue;
+            };
+            for (entry, pattern) in candidates {
+                let Some(positions) = pattern.match_positions(&tokens, start) else {
+                    continue;
+                };
+                if let Some(q) = qualifiers.iter().find(|q| !pattern.contains_word(q)) {
+                    if cut_down
+                        .as_ref()
+                        .is_none_or(|(_, _, len)| pattern.len() > *len)
+                    {
+                        cut_down = Some((q.to_string(), *entry, pattern.len()));
+                    }
+                    continue;
+                }
+                match best.iter_mut().find(|(e, _, _)| e == entry) {
+                    Some(slot) if slot.1.len() >= pattern.len() => {}
+                    Some(slot) => *slot = (*entry, pattern, positions),
+                    None => best.push((*entry, pattern, positions)),
+                }
+            }
+        }
+        // A pattern that names the qualifier beats any generic one that was rejected for it; when none does,
+        // the cut-down variant stays unknown.
+        if best.is_empty() {
+            return MatchOutcome::NotFound(match cut_down {
+                Some((qualifier, entry, _)) => NoMatch::CutDown { qualifier, entry },
+                None => NoMatch::Unmatched {
+                    suggestions: self.suggest(&tokens),
+                },
+            });
+        }
+        best.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        let top_len = best[0].1.len();
+        let tied: Vec<usize> = best
+            .iter()
+            .filter(|(_, p, _)| p.len() == top_len)
+            .map(|(e, _, _)| *e)
+            .collect();
+        if tied.len() > 1 {
+            return MatchOutcome::NotFound(NoMatch::Ambiguous { entries: tied });
+        }
+        let (entry, pattern, positions) = &best[0];
+        MatchOutcome::Found(Found {
+            entry: *entry,
+            pattern: pattern.as_str().to_string(),
+            matched_tokens: positions.iter().map(|&i| tokens[i].clone()).collect(),
+            outranked: best[1..]
+                .iter()
+                .map(|(e, p, _)| (*e, p.as_str().to_string()))
+                .collect(),
+        })
+    }
+
+    /// Up to three entries whose patterns are spelled closest to some run of the name's tokens.
+    fn suggest(&self, tokens: &[String]) -> Vec<usize> {
+        let mut scored: Vec<(usize, usize)> = Vec::new();
+        for (entry, pattern) in &self.all {
+            let n = pattern.len();
+            if n > tokens.len() {
+                continue;
+            }
+            let limit = if pattern.as_str().len() <= 4 { 1 } else { 2 };
+            let distance = tokens
+                .windows(n)
+                .map(|w| levenshtein(&w.join(" "), pattern.as_str()))
+                .min()
+                .unwrap_or(usize::MAX);
+            if distance <= limit {
+                match scored.iter_mut().find(|(e, _)| e == entry) {
+                    Some(slot) => slot.1 = slot.1.min(distance),
+                    None => scored.push((*entry, distance)),
+                }
+            }
+        }
+        scored.sort_by_key(|&(e, d)| (d, e));
+        scored.into_iter().take(3).map(|(e, _)| e).collect()
+    }
+}
+
+/// Edit distance between two strings, by characters.
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name_of(table: &PeakTable, outcome: &MatchOutcome) -> Option<String> {
+        match outcome {
+            MatchOutcome::Found(f) => Some(table.entries()[f.entry].name.clone()),
+            MatchOutcome::NotFound(_) => None,
+        }
+    }
+
+    #[test]
+    fn tokenize_splits_on_separators_and_lowercases() {
+        assert_eq!(
+            tokenize("NVIDIA A100-SXM4-80GB"),
+            vec!["nvidia", "a100", "sxm4", "80gb"]
+        );
+        assert_eq!(
+            tokenize("NVIDIA Corporation GH100 [H200 NVL]"),
+            vec!["nvidia", "corporation", "gh100", "h200", "nvl"]
+        );
+        assert_eq!(
+            tokenize("AMD Instinct MI250X/MI250"),
+            vec!["amd", "instinct", "mi250x", "mi250"]
+        );
+        assert_eq!(normalize("  a\t_b  (c) "), "a b c");
+    }
+
+    #[test]
+    fn specific_beats_general_and_tokens_are_whole() {
+        let t = PeakTable::builtin();
+        let m = Matcher::new(&t);
+        let cases = [
+            ("NVIDIA GB200", "GB200"),
+            ("NVIDIA B200", "B200"),
+            ("NVIDIA GH200 480GB", "GH200"),
+            ("NVIDIA H200", "H200 SXM"),
+            ("NVIDIA H20", "H20"),
+            ("NVIDIA L40S", "L40S"),
+            ("NVIDIA L40", "L40"),
+            ("NVIDIA L4", "L4"),
+            ("NVIDIA H100 NVL", "H100 NVL"),
+            ("NVIDIA H100 PCIe", "H100 PCIe"),
+            ("NVIDIA H100 80GB HBM3", "H100 SXM5"),
+            ("AMD Instinct MI300A", "Instinct MI300A"),
+            ("AMD Instinct MI300X", "Instinct MI300X"),
+            ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada Generation"),
+            ("NVIDIA RTX A6000", "RTX A6000"),
+            ("Quadro RTX 6000", "Quadro RTX 6000"),
+            ("NVIDIA A10G", "A10G"),
+            ("NVIDIA A10", "A10"),
+            ("NVIDIA A100-PCIE-40GB", "A100 PCIe"),
+            ("NVIDIA Corporation GH100 [H200 NVL]", "H200 NVL"),
+            ("TPU v5 lite", "TPU v5e"),
+            ("TPU v5", "TPU v5p"),
+            ("v5litepod-8", "TPU v5e"),
+            ("v4-32", "TPU v4"),
+            ("AMD Instinct MI250X/MI250", "Instinct MI250X (GCD)"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(name_of(&t, &m.find(raw)).as_deref(), Some(want), "{raw}");
+        }
+    }
+
+    #[test]
+    fn cut_down_and_uninformative_names_resolve_to_nothing() {
+        let t = PeakTable::builtin();
+        let m = Matcher::new(&t);
+        for raw in [
+            "NVIDIA GeForce RTX 4090 D",
+            "NVIDIA GeForce RTX 5090 Laptop GPU",
+            "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
+            "TPU v4 lite",
+            "NVIDIA Graphics Device",
+            "AMD Radeon Graphics",
+            "NEURON",
+            "NVIDIA RTX A1000 Laptop GPU",
+            "",
+            " - ",
+        ] {
+            assert_eq!(name_of(&t, &m.find(raw)), None, "{raw}");
+        }
+        match m.find("NVIDIA GeForce RTX 4090 D") {
+            MatchOutcome::NotFound(NoMatch::CutDown { qualifier, entry }) => {
+                assert_eq!(qualifier, "d");
+                assert_eq!(t.entries()[entry].name, "GeForce RTX 4090");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn explains_the_win_and_suggests_near_misses() {
+        let t = PeakTable::builtin();
+        let m = Matcher::new(&t);
+        match m.find("NVIDIA H100 PCIe") {
+            MatchOutcome::Found(f) => {
+                assert_eq!(f.pattern, "h100 pcie");
+                assert_eq!(f.matched_tokens, vec!["h100", "pcie"]);
+                assert_eq!(f.outranked.len(), 1);
+                assert_eq!(t.entries()[f.outranked[0].0].name, "H100 SXM5");
+            }
+            other => panic!("{other:?}"),
+        }
+        match m.find("NVIDIA H1000") {
+            MatchOutcome::NotFound(NoMatch::Unmatched { suggestions }) => {
+                let names: Vec<_> = suggestions
+                    .iter()
+                    .map(|&i| t.entries()[i].name.as_str())
+                    .collect();
+                assert!(names.contains(&"H100 SXM5"), "{names:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ties_between_entries_are_ambiguous() {
+        let mut t = PeakTable::builtin();
+        t.apply_csv(
+            "vendor,name,form_factor,patterns,fp64_tflops,fp32_tflops,tf32_tflops,bf16_tflops,fp16_tflops,fp8_tflops,int8_tflops,source,note\nAcme,Twin,card,h100,,,,1,,,,s,\n",
+            "twin.csv",
+        )
+        .unwrap();
+        let m = Matcher::new(&t);
+        assert!(matches!(
+            m.find("NVIDIA H100"),
+            MatchOutcome::NotFound(NoMatch::Ambiguous { .. })
+        ));
+    }
+
+    #[test]
+    fn pattern_parse_rejects_empty_and_leading_number() {
+        assert!(Pattern::parse("  ").is_err());
+        assert!(Pattern::parse("# x").is_err());
+        assert_eq!(Pattern::parse("V4-#").unwrap().as_str(), "v4 #");
+    }
+
+    #[test]
+    fn levenshtein_counts_edits() {
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("a100", "a1000"), 1);
+    }
+}

@@ -1,0 +1,7 @@
+//! One integration-test binary, split by topic: the library's table checks, then one file per subcommand.
+
+mod util;
+
+mod cmd_lookup;
+mod cmd_peaks;
+mod peak_table;

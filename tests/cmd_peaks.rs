@@ -1,0 +1,89 @@
+//! `mfu peaks`: filtering and the three formats.
+
+use serde_json::Value;
+
+use crate::util::Workdir;
+
+#[test]
+fn csv_lists_rows_per_device_and_dtype() {
+    let wd = Workdir::new("peaks_csv");
+    let out = wd
+        .mfu()
+        .args([
+            "peaks", "--format", "csv", "--vendor", "nvidia", "--dtype", "bf16",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let mut reader = csv::Reader::from_reader(out.as_slice());
+    assert_eq!(
+        reader.headers().unwrap().iter().collect::<Vec<_>>(),
+        [
+            "vendor",
+            "device",
+            "form_factor",
+            "dtype",
+            "peak_flops",
+            "source"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert!(rows.iter().all(|r| &r[0] == "NVIDIA" && &r[3] == "bf16"));
+    // T4 and V100 have no bf16 rate, so they are absent rather than given a neighbour's.
+    assert!(!rows
+        .iter()
+        .any(|r| &r[1] == "T4" || r[1].starts_with("V100")));
+    let h100 = rows.iter().find(|r| &r[1] == "H100 SXM5").unwrap();
+    assert_eq!(h100[4].parse::<f64>().unwrap(), 989.4e12);
+}
+
+#[test]
+fn json_and_table_formats() {
+    let wd = Workdir::new("peaks_json");
+    let out = wd
+        .mfu()
+        .args(["peaks", "--format", "json", "--vendor", "Google"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    assert!(rows.iter().all(|r| r["vendor"] == "Google"));
+    let v5e = rows
+        .iter()
+        .find(|r| r["device"] == "TPU v5e" && r["dtype"] == "bf16")
+        .unwrap();
+    assert_eq!(v5e["peak_flops"].as_f64(), Some(197e12));
+    assert!(
+        !rows.iter().any(|r| r["dtype"] == "fp32"),
+        "TPUs publish no fp32 rate"
+    );
+
+    let out = wd
+        .mfu()
+        .args([
+            "peaks", "--format", "table", "--dtype", "fp8", "--vendor", "amd",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("vendor  device"));
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("Instinct MI300X") && l.contains("2614.9")));
+    // Right-aligned numbers: every TFLOP/s value ends in the same column.
+    let ends: BTreeSet<usize> = lines[1..]
+        .iter()
+        .map(|l| l.find(" fp8 ").unwrap())
+        .collect();
+    assert_eq!(ends.len(), 1, "{text}");
+}
+
+use std::collections::BTreeSet;

@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests: a fresh working folder per test, the binary, and the
+//! optional `../shared` folder.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use assert_cmd::Command;
+
+/// A fresh, empty folder under the target directory for one test.
+pub struct Workdir {
+    pub root: PathBuf,
+}
+
+static NEXT_ID: AtomicUsize = AtomicUsize::new(0);
+
+impl Workdir {
+    pub fn new(name: &str) -> Workdir {
+        let id = NEXT_ID.fetch_add(1, Ordering::SeqCst);
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join("it")
+            .join(format!("{name}-{}-{id}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        Workdir { root }
+    }
+
+    /// Writes `contents` to `name` inside the folder and returns its path.
+    pub fn create(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// The `mfu` binary, run in this folder.
+    pub fn mfu(&self) -> Command {
+        let mut cmd = Command::cargo_bin("mfu").unwrap();
+        cmd.current_dir(&self.root);
+        cmd
+    }
+
+    /// Names of the files directly in the folder, sorted.
+    pub fn listing(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// The repository's own fixtures folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// `../shared` beside the checkout (or `$MFU_SHARED_DIR`), when present.
+pub fn shared_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("MFU_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    dir.is_dir().then_some(dir)
+}
+
+/// A file under `../shared`, or `None` with a note on stderr so a skipped check is visible.
+pub fn shared_file(relative: &str) -> Option<PathBuf> {
+    let path = shared_dir().map(|d| d.join(relative));
+    match path {
+        Some(p) if p.is_file() => Some(p),
+        _ => {
+            eprintln!("skipped: ../shared/{relative} is not present");
+            None
+        }
+    }
+}
+
+/// Relative difference |a - b| / |b|.
+pub fn rel_diff(a: f64, b: f64) -> f64 {
+    ((a - b) / b).abs()
+}
