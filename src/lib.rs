@@ -1,7 +1,20 @@
 //! mfu: honest model FLOPs utilization from the logs of finished training runs.
 //!
-//! The library is the whole product; the `mfu` binary is a thin command line over it. Data flows one way:
-//! read → map columns → resolve peaks → compute → write. [`peaks`] holds the dtype-aware table of dense
-//! peaks and the device-name matcher that never hands out a wrong denominator.
+//! The library is the whole product; the `mfu` binary is a thin command line over it. Data flows one way,
+//! one stage per module:
+//!
+//! ```text
+//! read (files, folders, globs, stdin) → columns (aliases, units, constants) → peaks (resolve once per
+//! distinct device and precision) → compute (throughput, MFU) → write (Parquet, CSV, JSONL; atomically)
+//! ```
+//!
+//! [`peaks`] holds the dtype-aware table of dense peaks and the device-name matcher that never hands out a
+//! wrong denominator; [`enrich::enrich_frame`] is the pipeline on one polars frame.
 
+pub mod arrow_bridge;
+pub mod columns;
+pub mod compute;
+pub mod enrich;
 pub mod peaks;
+pub mod read;
+pub mod write;

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod cmd_enrich;
 mod cmd_lookup;
 mod cmd_peaks;
 mod peak_table;

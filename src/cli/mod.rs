@@ -1,6 +1,7 @@
 //! Command-line definitions: one module per subcommand, each with its arguments (whose `///` docs are the
 //! help text) and a `run` that calls the library. Nothing below this module touches clap.
 
+mod enrich;
 mod lookup;
 mod peaks;
 
@@ -26,6 +27,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Enrich(enrich::EnrichArgs),
     Peaks(peaks::PeaksArgs),
     Lookup(lookup::LookupArgs),
 }
@@ -33,6 +35,7 @@ pub enum Command {
 /// Runs the chosen command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Enrich(args) => enrich::run(&args),
         Command::Peaks(args) => peaks::run(&args),
         Command::Lookup(args) => lookup::run(&args),
     }

@@ -1,0 +1,555 @@
+//! `mfu enrich`: logs in, enriched tables out.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use polars::prelude::DataFrame;
+use rayon::prelude::*;
+
+use mfu::columns::{ColumnOptions, Constants, Field, TimeUnit};
+use mfu::enrich::{combine, enrich_frame, output_metadata, EnrichOptions};
+use mfu::peaks::{parse_precision, Dtype};
+use mfu::read::{expand_inputs, read_input, Input, InputFormat};
+use mfu::write::{write_file, write_stdout, OutputFormat};
+
+use super::PeakTableArgs;
+
+/// Add throughput and MFU columns to training logs.
+///
+/// Reads each INPUT (JSONL, CSV, TSV or Parquet, optionally .gz or .zst), finds the step time, token,
+/// device-count, FLOPs-per-token, device and precision columns by name, resolves each distinct
+/// (device, precision) pair to a dense peak once, and writes every input column unchanged followed by:
+/// resolved_device, peak_flops_per_device, tokens_per_second, achieved_flops_per_device, mfu_wall_clock,
+/// mfu_fwd_bwd. MFU is null where the device or precision is unknown; throughput is still filled.
+///
+/// Examples:
+///   mfu enrich fixtures/runs.jsonl -o runs.parquet
+///   mfu enrich logs/ -o all.parquet --device "NVIDIA H100 80GB HBM3" --dtype bf16
+///   mfu enrich 'runs/*/log.csv' --out-dir enriched/ --output-format parquet
+///   cat log.jsonl | mfu enrich - --input-format jsonl -o - --num-devices 8 --flops-per-token 4.2e10
+///   mfu enrich log.csv -o out.csv --map step_time=iter_seconds --time-unit s
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct EnrichArgs {
+    /// Files, folders (searched recursively for known extensions), glob patterns, or - for standard input.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+
+    /// Write one table here (.parquet, .csv or .jsonl; - for standard output, CSV unless --output-format).
+    #[arg(
+        short,
+        long,
+        value_name = "OUTPUT",
+        required_unless_present = "out_dir",
+        conflicts_with = "out_dir"
+    )]
+    pub output: Option<String>,
+
+    /// Write one output per input into DIR instead, at the input's relative path with the output extension.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Read inputs as this format whatever their names (required for standard input).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormatArg>,
+
+    /// Write this format whatever OUTPUT's extension (default for --out-dir: parquet).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<OutputFormatArg>,
+
+    /// Use COLUMN for FIELD instead of detecting it (FIELD: run_id, step, step_time, fwd_bwd_time, tokens,
+    /// num_devices, device_name, dtype, flops_per_token). Repeatable.
+    #[arg(long = "map", value_name = "FIELD=COLUMN", value_parser = parse_mapping)]
+    pub map: Vec<(Field, String)>,
+
+    /// Device name for every row, as a framework prints it (e.g. "NVIDIA H100 80GB HBM3"); a list of names,
+    /// one per rank, separated by ';'.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+
+    /// Training precision for every row (bf16, fp16, fp32, tf32, fp8, or spellings such as bf16-mixed).
+    #[arg(long, value_name = "D", value_parser = parse_precision_arg)]
+    pub dtype: Option<String>,
+
+    /// What precision "no" (accelerate's mixed_precision) means: the model's own dtype.
+    #[arg(long, value_name = "D")]
+    pub model_dtype: Option<Dtype>,
+
+    /// Number of training devices for every row.
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub num_devices: Option<f64>,
+
+    /// Model FLOPs per token (forward + backward, about 6 x parameters plus attention) for every row.
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub flops_per_token: Option<f64>,
+
+    /// Tokens per optimizer step (all devices together) for every row.
+    #[arg(long, value_name = "T", value_parser = parse_positive)]
+    pub tokens_per_step: Option<f64>,
+
+    /// Let --device, --dtype, --num-devices, --flops-per-token and --tokens-per-step replace a column the
+    /// file has (otherwise that is an error).
+    #[arg(long = "override")]
+    pub override_columns: bool,
+
+    /// Unit of every duration column, whatever its name says (default: from the name, else seconds).
+    #[arg(long, value_name = "UNIT")]
+    pub time_unit: Option<TimeUnit>,
+
+    /// Threads for processing inputs in parallel (default: one per core).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Replace OUTPUT (or files in --out-dir) if it exists.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Treat any row whose peak cannot be resolved (unknown device or precision) as a failure of its input.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Stop at the first input that fails, and write nothing.
+    #[arg(long)]
+    pub fail_fast: bool,
+
+    /// No progress bar and no summary (warnings and errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Print, for each input, its format, rows and which column or constant supplies each field.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    #[command(flatten)]
+    pub table: PeakTableArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InputFormatArg {
+    Jsonl,
+    Csv,
+    Tsv,
+    Parquet,
+}
+
+impl From<InputFormatArg> for InputFormat {
+    fn from(f: InputFormatArg) -> InputFormat {
+        match f {
+            InputFormatArg::Jsonl => InputFormat::Jsonl,
+            InputFormatArg::Csv => InputFormat::Csv,
+            InputFormatArg::Tsv => InputFormat::Tsv,
+            InputFormatArg::Parquet => InputFormat::Parquet,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OutputFormatArg {
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+impl From<OutputFormatArg> for OutputFormat {
+    fn from(f: OutputFormatArg) -> OutputFormat {
+        match f {
+            OutputFormatArg::Parquet => OutputFormat::Parquet,
+            OutputFormatArg::Csv => OutputFormat::Csv,
+            OutputFormatArg::Jsonl => OutputFormat::Jsonl,
+        }
+    }
+}
+
+fn parse_mapping(s: &str) -> Result<(Field, String), String> {
+    let (field, column) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not FIELD=COLUMN"))?;
+    if column.is_empty() {
+        return Err(format!("'{s}': the column name is empty"));
+    }
+    Ok((field.parse()?, column.to_string()))
+}
+
+fn parse_precision_arg(s: &str) -> Result<String, String> {
+    match parse_precision(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!(
+            "unknown precision '{s}': expected fp64, fp32, tf32, bf16, fp16, fp8, int8, no, or a spelling such as torch.bfloat16 or bf16-mixed"
+        )),
+    }
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' must be a positive number")),
+    }
+}
+
+/// Where results go, decided before any data is read.
+enum Destination {
+    One {
+        path: Option<PathBuf>,
+        format: OutputFormat,
+    },
+    PerInput {
+        paths: Vec<PathBuf>,
+        format: OutputFormat,
+    },
+}
+
+/// What happened to one input.
+struct Processed {
+    frame: Option<DataFrame>,
+    stats: mfu::compute::ComputeStats,
+    warnings: Vec<String>,
+}
+
+pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
+    let inputs = expand_inputs(&args.inputs)?;
+    let input_format = args.input_format.map(InputFormat::from);
+    if inputs.iter().any(|i| i.path.is_none()) && input_format.is_none() {
+        bail!("reading standard input needs --input-format jsonl|csv|tsv|parquet");
+    }
+    let destination = plan_destination(args, &inputs)?;
+    let resolver = Arc::new(args.table.resolver(args.model_dtype)?);
+    let options = EnrichOptions {
+        columns: ColumnOptions {
+            map: args.map.clone(),
+            time_unit: args.time_unit,
+            constants: Constants {
+                device: args.device.clone(),
+                dtype: args.dtype.clone(),
+                num_devices: args.num_devices,
+                flops_per_token: args.flops_per_token,
+                tokens_per_step: args.tokens_per_step,
+            },
+            allow_override: args.override_columns,
+        },
+        resolver: resolver.clone(),
+    };
+    let metadata = output_metadata(&resolver);
+
+    let progress = progress_bar(inputs.len(), args.quiet);
+    let started = Instant::now();
+    let rows_done = AtomicUsize::new(0);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()
+        .context("starting worker threads")?;
+    let results: Vec<anyhow::Result<Processed>> = pool.install(|| {
+        inputs
+            .par_iter()
+            .enumerate()
+            .map(|(i, input)| {
+                let result = process(
+                    input,
+                    input_format,
+                    &options,
+                    args,
+                    &destination,
+                    i,
+                    &metadata,
+                );
+                if let Ok(p) = &result {
+                    let done = rows_done.fetch_add(p.stats.rows, Ordering::Relaxed) + p.stats.rows;
+                    let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                    progress.set_message(format!("{rate:.0} rows/s"));
+                }
+                progress.inc(1);
+                result
+            })
+            .collect()
+    });
+    progress.finish_and_clear();
+
+    let mut failures = Vec::new();
+    let mut total = mfu::compute::ComputeStats::default();
+    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
+    let mut parts = Vec::new();
+    let mut files_ok = 0;
+    for (input, result) in inputs.iter().zip(results) {
+        match result {
+            Ok(p) => {
+                files_ok += 1;
+                for w in &p.warnings {
+                    eprintln!("mfu: warning: {w}");
+                }
+                add_stats(&mut total, &p.stats);
+                for (why, rows) in &p.stats.unresolved {
+                    *unresolved.entry(why.to_string()).or_default() += rows;
+                }
+                if let Some(frame) = p.frame {
+                    parts.push((input.display.clone(), frame));
+                }
+            }
+            Err(e) => failures.push(format!("{e:#}")),
+        }
+    }
+
+    let mut wrote = None;
+    let write_output = !args.fail_fast || failures.is_empty();
+    if write_output {
+        if let Destination::One { path, format } = &destination {
+            if !parts.is_empty() {
+                let mut df = if inputs.len() > 1 {
+                    combine(parts).context("combining inputs")?
+                } else {
+                    parts.pop().map(|(_, f)| f).unwrap_or_default()
+                };
+                match path {
+                    Some(p) => {
+                        write_file(p, *format, &mut df, &metadata, args.force)?;
+                        wrote = Some(p.display().to_string());
+                    }
+                    None => write_stdout(*format, &mut df, &metadata)?,
+                }
+            }
+        } else if let Destination::PerInput { .. } = &destination {
+            wrote = args.out_dir.as_ref().map(|d| d.display().to_string());
+        }
+    }
+
+    for (why, rows) in &unresolved {
+        eprintln!(
+            "mfu: warning: {why}: MFU is null for {rows} row{}; add the device with --peaks FILE or force a value with --peak-flops F",
+            if *rows == 1 { "" } else { "s" }
+        );
+    }
+    if total.mfu_above_one_rows > 0 {
+        eprintln!(
+            "mfu: warning: {} rows have MFU above 1, which is impossible: check flops_per_token and the device",
+            total.mfu_above_one_rows
+        );
+    }
+    for f in &failures {
+        eprintln!("mfu: error: {f}");
+    }
+    if !args.quiet {
+        let elapsed = started.elapsed().as_secs_f64();
+        eprintln!(
+            "mfu: {files_ok} of {} input{} enriched, {} rows ({} with null MFU) in {elapsed:.2}s{}",
+            inputs.len(),
+            if inputs.len() == 1 { "" } else { "s" },
+            total.rows,
+            total.null_mfu_rows,
+            wrote.map(|w| format!(" -> {w}")).unwrap_or_default(),
+        );
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::ComputeStats) {
+    total.rows += s.rows;
+    total.null_mfu_rows += s.null_mfu_rows;
+    total.bad_step_time_rows += s.bad_step_time_rows;
+    total.bad_count_rows += s.bad_count_rows;
+    total.mfu_above_one_rows += s.mfu_above_one_rows;
+}
+
+/// Reads, enriches and (with --out-dir) writes one input.
+fn process(
+    input: &Input,
+    input_format: Option<InputFormat>,
+    options: &EnrichOptions,
+    args: &EnrichArgs,
+    destination: &Destination,
+    index: usize,
+    metadata: &mfu::write::Metadata,
+) -> anyhow::Result<Processed> {
+    let frame = read_input(input, input_format)?;
+    let rows = frame.height();
+    let enriched = enrich_frame(frame, options).with_context(|| input.display.clone())?;
+    if args.verbose {
+        eprintln!(
+            "mfu: {}: {rows} rows; {}",
+            input.display,
+            enriched.mapping.describe()
+        );
+    }
+    let mut warnings = Vec::new();
+    for (column, cells) in &enriched.non_numeric {
+        warnings.push(format!(
+            "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
+            input.display,
+            if *cells == 1 { " is" } else { "s are" }
+        ));
+    }
+    for (old, new) in &enriched.renamed {
+        warnings.push(format!(
+            "{}: the input's own column '{old}' is kept as '{new}'",
+            input.display
+        ));
+    }
+    if args.strict {
+        if let Some((why, rows)) = enriched.stats.unresolved.first() {
+            bail!("{}: --strict: {} for {rows} rows", input.display, why);
+        }
+    }
+    let mut frame = Some(enriched.frame);
+    if let Destination::PerInput { paths, format } = destination {
+        let mut df = frame.take().expect("just set");
+        write_file(&paths[index], *format, &mut df, metadata, args.force)?;
+    }
+    Ok(Processed {
+        frame,
+        stats: enriched.stats,
+        warnings,
+    })
+}
+
+/// Decides output paths and formats, and refuses an output that is also an input.
+fn plan_destination(args: &EnrichArgs, inputs: &[Input]) -> anyhow::Result<Destination> {
+    let forced = args.output_format.map(OutputFormat::from);
+    let input_paths: Vec<PathBuf> = inputs
+        .iter()
+        .filter_map(|i| {
+            i.path
+                .as_deref()
+                .and_then(|p| std::fs::canonicalize(p).ok())
+        })
+        .collect();
+    let is_input = |out: &Path| canonical_output(out).is_some_and(|c| input_paths.contains(&c));
+    if let Some(out) = &args.output {
+        if out == "-" {
+            return Ok(Destination::One {
+                path: None,
+                format: forced.unwrap_or(OutputFormat::Csv),
+            });
+        }
+        let path = PathBuf::from(out);
+        let format = match forced.or_else(|| OutputFormat::from_path(&path)) {
+            Some(f) => f,
+            None => bail!("{out}: cannot tell the output format from the name; use .parquet, .csv or .jsonl, or give --output-format"),
+        };
+        if is_input(&path) {
+            bail!("{out}: the output is also an input; write somewhere else");
+        }
+        if !args.force && path.exists() {
+            bail!("{out}: already exists; add --force to replace it");
+        }
+        return Ok(Destination::One {
+            path: Some(path),
+            format,
+        });
+    }
+    let dir = args
+        .out_dir
+        .as_ref()
+        .expect("clap requires -o or --out-dir");
+    let format = forced.unwrap_or(OutputFormat::Parquet);
+    let mut paths = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let path = dir.join(output_relative(&input.relative, format));
+        if is_input(&path) {
+            bail!(
+                "{}: the output for {} is that input itself",
+                path.display(),
+                input.display
+            );
+        }
+        if !args.force && path.exists() {
+            bail!(
+                "{}: already exists; add --force to replace it",
+                path.display()
+            );
+        }
+        if paths.contains(&path) {
+            bail!(
+                "{}: two inputs would be written to the same output",
+                path.display()
+            );
+        }
+        paths.push(path);
+    }
+    for p in &paths {
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+    }
+    Ok(Destination::PerInput { paths, format })
+}
+
+/// `runs/a/log.csv.gz` → `runs/a/log.parquet`.
+fn output_relative(relative: &Path, format: OutputFormat) -> PathBuf {
+    let name = relative
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stdin".into());
+    let lower = name.to_ascii_lowercase();
+    let stem_len = [".gz", ".zst"]
+        .iter()
+        .find(|s| lower.ends_with(*s))
+        .map_or(name.len(), |s| name.len() - s.len());
+    let base = &name[..stem_len];
+    let stem = Path::new(base)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| base.to_string());
+    relative.with_file_name(format!("{stem}.{}", format.extension()))
+}
+
+/// The canonical form of an output path that may not exist yet.
+fn canonical_output(path: &Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        return Some(c);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
+}
+
+fn progress_bar(files: usize, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar =
+        ProgressBar::with_draw_target(Some(files as u64), ProgressDrawTarget::stderr_with_hz(5));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}  eta {eta}")
+            .expect("valid template"),
+    );
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_names_swap_the_extension() {
+        assert_eq!(
+            output_relative(Path::new("a/log.csv.gz"), OutputFormat::Parquet),
+            PathBuf::from("a/log.parquet")
+        );
+        assert_eq!(
+            output_relative(Path::new("run.jsonl"), OutputFormat::Csv),
+            PathBuf::from("run.csv")
+        );
+    }
+
+    #[test]
+    fn mapping_argument() {
+        assert_eq!(
+            parse_mapping("step_time=iter_s").unwrap(),
+            (Field::StepTime, "iter_s".to_string())
+        );
+        assert!(parse_mapping("nope=x").is_err());
+        assert!(parse_mapping("step_time").is_err());
+    }
+}

@@ -1,0 +1,849 @@
+//! Semantic mapping: which source column (or command-line constant) supplies each field MFU needs.
+//!
+//! Logs name the same quantity a dozen ways (`step_time`, `elapsed_time_per_iteration_ms`,
+//! `train/step_time`). This stage finds each field by alias after dropping the usual metric prefixes, reads
+//! its unit from the name, applies `--map` overrides and run-level constants, and extracts typed values:
+//! times in seconds, counts as f64, names as strings. Values that are not numbers are counted, never
+//! silently turned into something else.
+
+use std::fmt;
+
+use polars::prelude::*;
+
+/// A quantity the MFU computation reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Field {
+    RunId,
+    Step,
+    StepTime,
+    FwdBwdTime,
+    Tokens,
+    NumDevices,
+    DeviceName,
+    Dtype,
+    FlopsPerToken,
+}
+
+impl Field {
+    pub const ALL: [Field; 9] = [
+        Field::RunId,
+        Field::Step,
+        Field::StepTime,
+        Field::FwdBwdTime,
+        Field::Tokens,
+        Field::NumDevices,
+        Field::DeviceName,
+        Field::Dtype,
+        Field::FlopsPerToken,
+    ];
+
+    /// The field's name, as `--map` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::RunId => "run_id",
+            Field::Step => "step",
+            Field::StepTime => "step_time",
+            Field::FwdBwdTime => "fwd_bwd_time",
+            Field::Tokens => "tokens",
+            Field::NumDevices => "num_devices",
+            Field::DeviceName => "device_name",
+            Field::Dtype => "dtype",
+            Field::FlopsPerToken => "flops_per_token",
+        }
+    }
+
+    /// Column names that mean this field, most preferred first (compared case-insensitively, after
+    /// dropping the prefixes in [`PREFIXES`]).
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Field::RunId => &["run_id", "run", "run_name", "experiment"],
+            Field::Step => &[
+                "step",
+                "global_step",
+                "iteration",
+                "iter",
+                "current_steps",
+                "_step",
+            ],
+            Field::StepTime => &[
+                "step_time",
+                "step_time_s",
+                "step_time_ms",
+                "time_per_step",
+                "iteration_time",
+                "iteration-time",
+                "elapsed_time_per_iteration_ms",
+                "train_step_timing in s",
+                "end_to_end(s)",
+                "timing_s/step",
+                "dt",
+            ],
+            Field::FwdBwdTime => &[
+                "fwd_bwd_time",
+                "fwd_bwd_time_s",
+                "fwd_bwd_s",
+                "forward_backward_time",
+            ],
+            Field::Tokens => &[
+                "tokens",
+                "step_tokens",
+                "num_tokens_step",
+                "ntokens",
+                "global_tokens",
+                "total_num_tokens",
+            ],
+            Field::NumDevices => &[
+                "num_devices",
+                "world_size",
+                "world-size",
+                "n_gpus",
+                "num_gpus",
+                "gpu_count",
+            ],
+            Field::DeviceName => &["device_name", "device", "gpu", "gpu_name", "accelerator"],
+            Field::Dtype => &["dtype", "precision", "mixed_precision", "torch_dtype"],
+            Field::FlopsPerToken => &["flops_per_token", "model_flops_per_token"],
+        }
+    }
+
+    /// Whether the field is a duration (and so has a unit).
+    pub fn is_time(self) -> bool {
+        matches!(self, Field::StepTime | Field::FwdBwdTime)
+    }
+
+    /// Whether the field holds text (names) rather than numbers.
+    pub fn is_text(self) -> bool {
+        matches!(self, Field::RunId | Field::DeviceName | Field::Dtype)
+    }
+
+    /// The flag that supplies this field as a constant, when there is one.
+    pub fn constant_flag(self) -> Option<&'static str> {
+        match self {
+            Field::DeviceName => Some("--device"),
+            Field::Dtype => Some("--dtype"),
+            Field::NumDevices => Some("--num-devices"),
+            Field::FlopsPerToken => Some("--flops-per-token"),
+            Field::Tokens => Some("--tokens-per-step"),
+            _ => None,
+        }
+    }
+
+    /// Fields without which no throughput can be computed at all.
+    pub fn is_required(self) -> bool {
+        matches!(
+            self,
+            Field::StepTime | Field::Tokens | Field::NumDevices | Field::FlopsPerToken
+        )
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Field {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Field::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown field '{s}': expected one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Metric-namespace prefixes dropped before comparing a column name with the aliases.
+pub const PREFIXES: &[&str] = &[
+    "train/",
+    "train_",
+    "trainer/",
+    "perf/",
+    "throughput/",
+    "time_metrics/",
+];
+
+/// The unit of a duration column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Milliseconds,
+    Microseconds,
+}
+
+impl TimeUnit {
+    /// Multiply by this to get seconds.
+    pub fn to_seconds(self) -> f64 {
+        match self {
+            TimeUnit::Seconds => 1.0,
+            TimeUnit::Milliseconds => 1e-3,
+            TimeUnit::Microseconds => 1e-6,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeUnit::Seconds => "s",
+            TimeUnit::Milliseconds => "ms",
+            TimeUnit::Microseconds => "us",
+        }
+    }
+
+    /// The unit a column name states (`_ms`, `(ms)`, `_us`, `_s`, `(s)`, `in s`); seconds when it states none.
+    pub fn from_column_name(name: &str) -> TimeUnit {
+        let n = name.trim().to_ascii_lowercase();
+        let says = |unit: &str| {
+            n.ends_with(&format!("_{unit}"))
+                || n.ends_with(&format!("({unit})"))
+                || n.ends_with(&format!(" in {unit}"))
+                || n.ends_with(&format!("-{unit}"))
+                || n.contains(&format!("_{unit}/"))
+                || n.contains(&format!("_{unit}_"))
+        };
+        if says("ms") {
+            TimeUnit::Milliseconds
+        } else if says("us") {
+            TimeUnit::Microseconds
+        } else {
+            TimeUnit::Seconds
+        }
+    }
+}
+
+impl std::str::FromStr for TimeUnit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "s" | "sec" | "seconds" => Ok(TimeUnit::Seconds),
+            "ms" | "milliseconds" => Ok(TimeUnit::Milliseconds),
+            "us" | "µs" | "microseconds" => Ok(TimeUnit::Microseconds),
+            _ => Err(format!("unknown time unit '{s}': expected s, ms or us")),
+        }
+    }
+}
+
+/// Run-level values given on the command line for fields a log does not carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Constants {
+    pub device: Option<String>,
+    pub dtype: Option<String>,
+    pub num_devices: Option<f64>,
+    pub flops_per_token: Option<f64>,
+    pub tokens_per_step: Option<f64>,
+}
+
+impl Constants {
+    fn text(&self, field: Field) -> Option<&str> {
+        match field {
+            Field::DeviceName => self.device.as_deref(),
+            Field::Dtype => self.dtype.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn number(&self, field: Field) -> Option<f64> {
+        match field {
+            Field::NumDevices => self.num_devices,
+            Field::FlopsPerToken => self.flops_per_token,
+            Field::Tokens => self.tokens_per_step,
+            _ => None,
+        }
+    }
+
+    fn has(&self, field: Field) -> bool {
+        self.text(field).is_some() || self.number(field).is_some()
+    }
+}
+
+/// How to map columns, shared by every input of a run.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnOptions {
+    /// `--map FIELD=COLUMN`: use exactly this column for the field.
+    pub map: Vec<(Field, String)>,
+    /// `--time-unit`: the unit of every duration column, whatever its name says.
+    pub time_unit: Option<TimeUnit>,
+    /// Run-level constants.
+    pub constants: Constants,
+    /// `--override`: a constant wins over a column the file has, instead of being an error.
+    pub allow_override: bool,
+}
+
+/// Where one field's values come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldSource {
+    Column {
+        name: String,
+        unit: Option<TimeUnit>,
+    },
+    Text(String),
+    Number(f64),
+    Missing,
+}
+
+impl fmt::Display for FieldSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldSource::Column {
+                name,
+                unit: Some(u),
+            } => write!(f, "column '{name}' ({})", u.as_str()),
+            FieldSource::Column { name, unit: None } => write!(f, "column '{name}'"),
+            FieldSource::Text(t) => write!(f, "constant '{t}'"),
+            FieldSource::Number(n) => write!(f, "constant {n}"),
+            FieldSource::Missing => write!(f, "missing"),
+        }
+    }
+}
+
+/// The source of every field for one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnMapping {
+    sources: Vec<(Field, FieldSource)>,
+}
+
+impl ColumnMapping {
+    pub fn source(&self, field: Field) -> &FieldSource {
+        &self
+            .sources
+            .iter()
+            .find(|(f, _)| *f == field)
+            .expect("every field has a source")
+            .1
+    }
+
+    /// One line per field, for `-v`.
+    pub fn describe(&self) -> String {
+        self.sources
+            .iter()
+            .map(|(f, s)| format!("{f}={s}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Errors mapping the columns of one input.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ColumnError {
+    #[error("no column for {field} (tried {tried}); the file has: {available}{hint}")]
+    Missing {
+        field: Field,
+        tried: String,
+        available: String,
+        hint: String,
+    },
+    #[error("--map {field}={column}: the file has no column '{column}'; it has: {available}")]
+    MappedColumnAbsent {
+        field: Field,
+        column: String,
+        available: String,
+    },
+    #[error("{flag} was given but the file has a {field} column '{column}': drop the flag, or add --override to use the constant")]
+    ConstantShadowsColumn {
+        field: Field,
+        flag: &'static str,
+        column: String,
+    },
+}
+
+/// Lower-cased name with one known metric prefix dropped, when it has one.
+fn strip_prefix(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    for p in PREFIXES {
+        if let Some(rest) = lower.strip_prefix(p) {
+            if !rest.is_empty() {
+                return rest.to_string();
+            }
+        }
+    }
+    lower
+}
+
+/// Finds the column for `field` among `columns`: by alias order first, then by column order; an exact
+/// (prefix-kept) match beats a prefix-dropped one.
+/// For a duration, a name with its unit suffix dropped also counts (`fwd_bwd_time_ms` is `fwd_bwd_time`).
+fn find_column<'a>(field: Field, columns: &[&'a str]) -> Option<&'a str> {
+    let lowered: Vec<String> = columns
+        .iter()
+        .map(|c| c.trim().to_ascii_lowercase())
+        .collect();
+    let stripped: Vec<String> = columns.iter().map(|c| strip_prefix(c)).collect();
+    let mut candidates = vec![lowered, stripped];
+    if field.is_time() {
+        let without_unit: Vec<Vec<String>> = candidates
+            .iter()
+            .map(|names| names.iter().map(|n| strip_unit(n).to_string()).collect())
+            .collect();
+        candidates.extend(without_unit);
+    }
+    for alias in field.aliases() {
+        for names in &candidates {
+            if let Some(i) = names.iter().position(|c| c == alias) {
+                return Some(columns[i]);
+            }
+        }
+    }
+    None
+}
+
+/// `step_time_ms` → `step_time`; `end_to_end (s)` → `end_to_end`; names without a unit unchanged.
+fn strip_unit(name: &str) -> &str {
+    for suffix in ["_ms", "_us", "_s", "(ms)", "(us)", "(s)", " in s", " in ms"] {
+        if let Some(rest) = name.strip_suffix(suffix) {
+            let rest = rest.trim_end();
+            if !rest.is_empty() {
+                return rest;
+            }
+        }
+    }
+    name
+}
+
+/// Decides the source of every field for a file with these column names.
+pub fn map_columns(
+    columns: &[&str],
+    options: &ColumnOptions,
+) -> Result<ColumnMapping, ColumnError> {
+    let available = || columns.join(", ");
+    let mut sources = Vec::with_capacity(Field::ALL.len());
+    for field in Field::ALL {
+        let mapped = options.map.iter().rev().find(|(f, _)| *f == field);
+        let column = match mapped {
+            Some((_, wanted)) => match columns.iter().find(|c| *c == wanted) {
+                Some(c) => Some(*c),
+                None => {
+                    return Err(ColumnError::MappedColumnAbsent {
+                        field,
+                        column: wanted.clone(),
+                        available: available(),
+                    })
+                }
+            },
+            None => find_column(field, columns),
+        };
+        let constant = options.constants.has(field);
+        let source = match (column, constant) {
+            (Some(c), true) if !options.allow_override => {
+                return Err(ColumnError::ConstantShadowsColumn {
+                    field,
+                    flag: field.constant_flag().unwrap_or("a constant"),
+                    column: c.to_string(),
+                })
+            }
+            (_, true) => match (
+                options.constants.text(field),
+                options.constants.number(field),
+            ) {
+                (Some(t), _) => FieldSource::Text(t.to_string()),
+                (None, Some(n)) => FieldSource::Number(n),
+                (None, None) => unreachable!("has() said there is a constant"),
+            },
+            (Some(c), false) => FieldSource::Column {
+                name: c.to_string(),
+                unit: field.is_time().then(|| {
+                    options
+                        .time_unit
+                        .unwrap_or_else(|| TimeUnit::from_column_name(c))
+                }),
+            },
+            (None, false) if field.is_required() => {
+                return Err(ColumnError::Missing {
+                    field,
+                    tried: field.aliases().join(", "),
+                    available: available(),
+                    hint: field
+                        .constant_flag()
+                        .map(|f| format!("; give it with {f} or --map {field}=COLUMN"))
+                        .unwrap_or_else(|| format!("; name it with --map {field}=COLUMN")),
+                })
+            }
+            (None, false) => FieldSource::Missing,
+        };
+        sources.push((field, source));
+    }
+    Ok(ColumnMapping { sources })
+}
+
+/// Numeric values of one field for every row: seconds for durations.
+#[derive(Debug, Clone)]
+pub enum Numbers {
+    Column(Vec<Option<f64>>),
+    Constant(f64),
+    Missing,
+}
+
+impl Numbers {
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<f64> {
+        match self {
+            Numbers::Column(v) => v[row],
+            Numbers::Constant(c) => Some(*c),
+            Numbers::Missing => None,
+        }
+    }
+
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Numbers::Missing)
+    }
+}
+
+/// Text values of one field for every row.
+#[derive(Debug, Clone)]
+pub enum Texts {
+    Column(StringChunked),
+    Constant(String),
+    Missing,
+}
+
+impl Texts {
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<&str> {
+        match self {
+            Texts::Column(c) => c.get(row),
+            Texts::Constant(s) => Some(s.as_str()),
+            Texts::Missing => None,
+        }
+    }
+}
+
+/// The typed values of every field the computation reads, for one frame.
+#[derive(Debug, Clone)]
+pub struct FieldValues {
+    pub height: usize,
+    pub step_time_s: Numbers,
+    pub fwd_bwd_time_s: Numbers,
+    pub tokens: Numbers,
+    pub num_devices: Numbers,
+    pub flops_per_token: Numbers,
+    pub device: Texts,
+    pub dtype: Texts,
+    /// Cells of numeric fields that held text that is not a number, per column name.
+    pub non_numeric: Vec<(String, usize)>,
+}
+
+/// Extracts typed values from `df` following `mapping`.
+pub fn extract(df: &DataFrame, mapping: &ColumnMapping) -> PolarsResult<FieldValues> {
+    let mut non_numeric = Vec::new();
+    let mut numbers = |field: Field| -> PolarsResult<Numbers> {
+        Ok(match mapping.source(field) {
+            FieldSource::Column { name, unit } => {
+                let scale = unit.map_or(1.0, TimeUnit::to_seconds);
+                let (values, bad) = numeric_values(df.column(name)?, scale)?;
+                if bad > 0 {
+                    non_numeric.push((name.clone(), bad));
+                }
+                Numbers::Column(values)
+            }
+            FieldSource::Number(n) => Numbers::Constant(*n),
+            FieldSource::Text(t) => Numbers::Constant(t.trim().parse().unwrap_or(f64::NAN)),
+            FieldSource::Missing => Numbers::Missing,
+        })
+    };
+    let step_time_s = numbers(Field::StepTime)?;
+    let fwd_bwd_time_s = numbers(Field::FwdBwdTime)?;
+    let tokens = numbers(Field::Tokens)?;
+    let num_devices = numbers(Field::NumDevices)?;
+    let flops_per_token = numbers(Field::FlopsPerToken)?;
+    let texts = |field: Field| -> PolarsResult<Texts> {
+        Ok(match mapping.source(field) {
+            FieldSource::Column { name, .. } => {
+                let col = df.column(name)?;
+                let as_text = match col.dtype() {
+                    DataType::String => col.str()?.clone(),
+                    DataType::List(_) => join_lists(col)?,
+                    _ => col.cast(&DataType::String)?.str()?.clone(),
+                };
+                Texts::Column(as_text)
+            }
+            FieldSource::Text(t) => Texts::Constant(t.clone()),
+            FieldSource::Number(n) => Texts::Constant(n.to_string()),
+            FieldSource::Missing => Texts::Missing,
+        })
+    };
+    Ok(FieldValues {
+        height: df.height(),
+        step_time_s,
+        fwd_bwd_time_s,
+        tokens,
+        num_devices,
+        flops_per_token,
+        device: texts(Field::DeviceName)?,
+        dtype: texts(Field::Dtype)?,
+        non_numeric,
+    })
+}
+
+/// A list column (a JSON array of device names, one per rank) as `;`-joined text, the list form the
+/// resolver reads.
+fn join_lists(col: &Column) -> PolarsResult<StringChunked> {
+    let lists = col.list()?;
+    let mut out: Vec<Option<String>> = Vec::with_capacity(lists.len());
+    for item in lists.amortized_iter() {
+        out.push(match item {
+            None => None,
+            Some(s) => {
+                let s = s.as_ref().cast(&DataType::String)?;
+                Some(s.str()?.iter().flatten().collect::<Vec<_>>().join(";"))
+            }
+        });
+    }
+    Ok(StringChunked::from_iter_options(
+        col.name().clone(),
+        out.into_iter(),
+    ))
+}
+
+/// A column as f64 values times `scale`, with the count of text cells that were not numbers.
+fn numeric_values(col: &Column, scale: f64) -> PolarsResult<(Vec<Option<f64>>, usize)> {
+    let scaled = |v: f64| v * scale;
+    match col.dtype() {
+        DataType::String => {
+            let mut bad = 0;
+            let values = col
+                .str()?
+                .iter()
+                .map(|cell| {
+                    let cell = cell?;
+                    match parse_number(cell) {
+                        Ok(v) => v.map(scaled),
+                        Err(NotANumber) => {
+                            bad += 1;
+                            None
+                        }
+                    }
+                })
+                .collect();
+            Ok((values, bad))
+        }
+        DataType::Boolean => Ok((vec![None; col.len()], col.len() - col.null_count())),
+        _ => {
+            let cast = col.cast(&DataType::Float64)?;
+            Ok((cast.f64()?.iter().map(|v| v.map(scaled)).collect(), 0))
+        }
+    }
+}
+
+/// A text cell that is not a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotANumber;
+
+/// Reads a number written as text. Empty, "nan" and "null" are null (`Ok(None)`); anything else that is
+/// not a number is an error.
+pub fn parse_number(cell: &str) -> Result<Option<f64>, NotANumber> {
+    let t = cell.trim();
+    if t.is_empty()
+        || t.eq_ignore_ascii_case("nan")
+        || t.eq_ignore_ascii_case("null")
+        || t.eq_ignore_ascii_case("none")
+    {
+        return Ok(None);
+    }
+    t.parse::<f64>().map(Some).map_err(|_| NotANumber)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> ColumnOptions {
+        ColumnOptions::default()
+    }
+
+    #[test]
+    fn finds_fields_by_alias_after_prefixes() {
+        let cols = [
+            "train/global_step",
+            "perf/step_time_ms",
+            "throughput/ntokens",
+            "world_size",
+            "gpu_name",
+            "torch_dtype",
+            "model_flops_per_token",
+            "loss",
+        ];
+        let m = map_columns(&cols, &opts()).unwrap();
+        assert_eq!(
+            m.source(Field::Step),
+            &FieldSource::Column {
+                name: "train/global_step".into(),
+                unit: None
+            }
+        );
+        assert_eq!(
+            m.source(Field::StepTime),
+            &FieldSource::Column {
+                name: "perf/step_time_ms".into(),
+                unit: Some(TimeUnit::Milliseconds)
+            }
+        );
+        assert_eq!(
+            m.source(Field::Tokens),
+            &FieldSource::Column {
+                name: "throughput/ntokens".into(),
+                unit: None
+            }
+        );
+        assert_eq!(m.source(Field::FwdBwdTime), &FieldSource::Missing);
+        assert_eq!(m.source(Field::RunId), &FieldSource::Missing);
+        // A unit suffix on a duration's alias still finds it, with that unit.
+        let m = map_columns(
+            &[
+                "fwd_bwd_time_ms",
+                "iteration_time (us)",
+                "tokens",
+                "n_gpus",
+                "flops_per_token",
+            ],
+            &opts(),
+        )
+        .unwrap();
+        assert_eq!(
+            m.source(Field::FwdBwdTime),
+            &FieldSource::Column {
+                name: "fwd_bwd_time_ms".into(),
+                unit: Some(TimeUnit::Milliseconds)
+            }
+        );
+        assert_eq!(
+            m.source(Field::StepTime),
+            &FieldSource::Column {
+                name: "iteration_time (us)".into(),
+                unit: Some(TimeUnit::Microseconds)
+            }
+        );
+    }
+
+    #[test]
+    fn units_from_names() {
+        for (name, unit) in [
+            ("step_time_ms", TimeUnit::Milliseconds),
+            ("elapsed_time_per_iteration_ms", TimeUnit::Milliseconds),
+            ("end_to_end(s)", TimeUnit::Seconds),
+            ("train_step_timing in s", TimeUnit::Seconds),
+            ("timing_s/step", TimeUnit::Seconds),
+            ("iteration_time_us", TimeUnit::Microseconds),
+            ("step_time (ms)", TimeUnit::Milliseconds),
+            ("dt", TimeUnit::Seconds),
+            ("step_time", TimeUnit::Seconds),
+        ] {
+            assert_eq!(TimeUnit::from_column_name(name), unit, "{name}");
+        }
+    }
+
+    #[test]
+    fn alias_order_decides_between_two_candidates() {
+        let m = map_columns(
+            &[
+                "dt",
+                "step_time_s",
+                "tokens",
+                "num_devices",
+                "flops_per_token",
+            ],
+            &opts(),
+        )
+        .unwrap();
+        assert_eq!(
+            m.source(Field::StepTime),
+            &FieldSource::Column {
+                name: "step_time_s".into(),
+                unit: Some(TimeUnit::Seconds)
+            }
+        );
+    }
+
+    #[test]
+    fn missing_required_field_names_aliases_and_columns() {
+        let err = map_columns(&["step", "loss", "tokens"], &opts()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("no column for step_time (tried step_time, step_time_s"),
+            "{text}"
+        );
+        assert!(text.contains("the file has: step, loss, tokens"), "{text}");
+        assert!(text.contains("--map step_time=COLUMN"), "{text}");
+    }
+
+    #[test]
+    fn constants_fill_gaps_and_clash_without_override() {
+        let mut o = opts();
+        o.constants.num_devices = Some(8.0);
+        o.constants.flops_per_token = Some(1e9);
+        o.constants.device = Some("NVIDIA H100".into());
+        let m = map_columns(&["step_time", "tokens"], &o).unwrap();
+        assert_eq!(m.source(Field::NumDevices), &FieldSource::Number(8.0));
+        assert_eq!(
+            m.source(Field::DeviceName),
+            &FieldSource::Text("NVIDIA H100".into())
+        );
+
+        let err = map_columns(&["step_time", "tokens", "gpu"], &o).unwrap_err();
+        assert!(matches!(
+            err,
+            ColumnError::ConstantShadowsColumn {
+                field: Field::DeviceName,
+                ..
+            }
+        ));
+        assert!(err.to_string().contains("--override"));
+        o.allow_override = true;
+        let m = map_columns(&["step_time", "tokens", "gpu"], &o).unwrap();
+        assert_eq!(
+            m.source(Field::DeviceName),
+            &FieldSource::Text("NVIDIA H100".into())
+        );
+    }
+
+    #[test]
+    fn map_overrides_detection_and_checks_the_column() {
+        let mut o = opts();
+        o.map.push((Field::StepTime, "my_time".into()));
+        o.time_unit = Some(TimeUnit::Milliseconds);
+        o.constants.num_devices = Some(1.0);
+        o.constants.flops_per_token = Some(1.0);
+        let m = map_columns(&["step_time", "my_time", "tokens"], &o).unwrap();
+        assert_eq!(
+            m.source(Field::StepTime),
+            &FieldSource::Column {
+                name: "my_time".into(),
+                unit: Some(TimeUnit::Milliseconds)
+            }
+        );
+        o.map[0].1 = "nope".into();
+        assert!(matches!(
+            map_columns(&["step_time", "tokens"], &o),
+            Err(ColumnError::MappedColumnAbsent { .. })
+        ));
+    }
+
+    #[test]
+    fn parse_number_nulls_and_errors() {
+        assert_eq!(parse_number(" 1.5 "), Ok(Some(1.5)));
+        assert_eq!(parse_number("NaN"), Ok(None));
+        assert_eq!(parse_number(""), Ok(None));
+        assert_eq!(parse_number("abc"), Err(NotANumber));
+        assert_eq!(parse_number("-inf"), Ok(Some(f64::NEG_INFINITY)));
+    }
+
+    #[test]
+    fn extract_scales_times_and_counts_text() {
+        let df = df!(
+            "step_time_ms" => ["1500", "x", "", "250"],
+            "tokens" => [1i64, 2, 3, 4],
+        )
+        .unwrap();
+        let mut o = opts();
+        o.constants.num_devices = Some(2.0);
+        o.constants.flops_per_token = Some(6.0);
+        let m = map_columns(&["step_time_ms", "tokens"], &o).unwrap();
+        let v = extract(&df, &m).unwrap();
+        assert_eq!(v.step_time_s.get(0), Some(1.5));
+        assert_eq!(v.step_time_s.get(1), None);
+        assert_eq!(v.step_time_s.get(3), Some(0.25));
+        assert_eq!(v.tokens.get(2), Some(3.0));
+        assert_eq!(v.num_devices.get(3), Some(2.0));
+        assert_eq!(v.non_numeric, vec![("step_time_ms".to_string(), 1)]);
+    }
+}

@@ -1,0 +1,211 @@
+//! The MFU arithmetic: throughput and utilization columns from the typed field values.
+//!
+//! Peaks are resolved once per distinct (device, precision) pair, never per row. A time that is zero,
+//! negative, NaN or missing, or a count that is negative or not finite, gives null derived values, never
+//! infinity; each such row is counted so the end-of-run report can say how many.
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use crate::columns::FieldValues;
+use crate::peaks::{Resolved, Resolver, Unresolved};
+
+/// Names of the added columns, in output order.
+pub const RESOLVED_DEVICE: &str = "resolved_device";
+pub const PEAK_FLOPS_PER_DEVICE: &str = "peak_flops_per_device";
+pub const TOKENS_PER_SECOND: &str = "tokens_per_second";
+pub const ACHIEVED_FLOPS_PER_DEVICE: &str = "achieved_flops_per_device";
+pub const MFU_WALL_CLOCK: &str = "mfu_wall_clock";
+pub const MFU_FWD_BWD: &str = "mfu_fwd_bwd";
+
+pub const OUTPUT_COLUMNS: [&str; 6] = [
+    RESOLVED_DEVICE,
+    PEAK_FLOPS_PER_DEVICE,
+    TOKENS_PER_SECOND,
+    ACHIEVED_FLOPS_PER_DEVICE,
+    MFU_WALL_CLOCK,
+    MFU_FWD_BWD,
+];
+
+/// (column, unit, definition) of every added column: the contract, also written into Parquet metadata.
+pub const COLUMN_DEFINITIONS: [(&str, &str, &str); 6] = [
+    (
+        RESOLVED_DEVICE,
+        "-",
+        "canonical name of the peak-table entry that matched the device name (';'-joined for a list of ranks); null if unknown",
+    ),
+    (
+        PEAK_FLOPS_PER_DEVICE,
+        "FLOP/s",
+        "dense peak FLOP/s of one device for the row's precision (mean over ranks for a list); null if unknown",
+    ),
+    (TOKENS_PER_SECOND, "tokens/s", "tokens / step_time"),
+    (
+        ACHIEVED_FLOPS_PER_DEVICE,
+        "FLOP/s",
+        "tokens * flops_per_token / (num_devices * step_time)",
+    ),
+    (
+        MFU_WALL_CLOCK,
+        "fraction",
+        "achieved_flops_per_device / peak_flops_per_device; null if the peak is unknown",
+    ),
+    (
+        MFU_FWD_BWD,
+        "fraction",
+        "tokens * flops_per_token / (num_devices * fwd_bwd_time) / peak_flops_per_device; null if the peak or fwd_bwd_time is unknown",
+    ),
+];
+
+/// What the computation saw in one frame, for the end-of-run report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ComputeStats {
+    pub rows: usize,
+    /// Rows whose `mfu_wall_clock` is null.
+    pub null_mfu_rows: usize,
+    /// Rows with a missing, zero, negative or non-finite step time.
+    pub bad_step_time_rows: usize,
+    /// Rows with a negative or non-finite token count, device count or FLOPs per token.
+    pub bad_count_rows: usize,
+    /// Rows with MFU above 1: impossible, so the FLOPs per token or the peak is wrong.
+    pub mfu_above_one_rows: usize,
+    /// Each reason a peak was null, with the rows it affected.
+    pub unresolved: Vec<(Unresolved, usize)>,
+}
+
+/// The six added columns for one frame.
+#[derive(Debug)]
+pub struct Computed {
+    pub columns: Vec<Column>,
+    pub stats: ComputeStats,
+}
+
+#[inline]
+fn positive_time(t: Option<f64>) -> Option<f64> {
+    t.filter(|t| t.is_finite() && *t > 0.0)
+}
+
+#[inline]
+fn count(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+/// A distinct (device, precision) pair as the rows spell it.
+type PairKey<'a> = (Option<&'a str>, Option<&'a str>);
+
+/// Computes the added columns for `values` against `resolver`.
+pub fn compute(values: &FieldValues, resolver: &Resolver) -> Computed {
+    let n = values.height;
+    let mut stats = ComputeStats {
+        rows: n,
+        ..Default::default()
+    };
+
+    // Distinct (device, dtype) pairs, each resolved once. Runs are contiguous in real logs, so the previous
+    // row's pair is checked before the hash map.
+    let mut pair_index: HashMap<PairKey, usize> = HashMap::new();
+    let mut pairs: Vec<Resolved> = Vec::new();
+    let mut pair_rows: Vec<usize> = Vec::new();
+    let mut row_pair: Vec<u32> = Vec::with_capacity(n);
+    let mut last: Option<(PairKey, usize)> = None;
+    for row in 0..n {
+        let key = (values.device.get(row), values.dtype.get(row));
+        let idx = match last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let i = *pair_index.entry(key).or_insert_with(|| {
+                    pairs.push(resolver.resolve(key.0, key.1));
+                    pair_rows.push(0);
+                    pairs.len() - 1
+                });
+                last = Some((key, i));
+                i
+            }
+        };
+        pair_rows[idx] += 1;
+        row_pair.push(idx as u32);
+    }
+
+    let mut resolved_device: Vec<Option<&str>> = Vec::with_capacity(n);
+    let mut peak_col: Vec<Option<f64>> = Vec::with_capacity(n);
+    let mut tps_col: Vec<Option<f64>> = Vec::with_capacity(n);
+    let mut achieved_col: Vec<Option<f64>> = Vec::with_capacity(n);
+    let mut mfu_col: Vec<Option<f64>> = Vec::with_capacity(n);
+    let mut mfu_fb_col: Vec<Option<f64>> = Vec::with_capacity(n);
+
+    for (row, &pair) in row_pair.iter().enumerate() {
+        let resolved = &pairs[pair as usize];
+        let step_time = positive_time(values.step_time_s.get(row));
+        if step_time.is_none() {
+            stats.bad_step_time_rows += 1;
+        }
+        let tokens_raw = values.tokens.get(row);
+        let devices_raw = values.num_devices.get(row);
+        let fpt_raw = values.flops_per_token.get(row);
+        let tokens = count(tokens_raw);
+        let devices = count(devices_raw).filter(|d| *d > 0.0);
+        let fpt = count(fpt_raw);
+        let bad_count = |raw: Option<f64>, ok: Option<f64>| raw.is_some() && ok.is_none();
+        if bad_count(tokens_raw, tokens)
+            || bad_count(devices_raw, devices)
+            || bad_count(fpt_raw, fpt)
+        {
+            stats.bad_count_rows += 1;
+        }
+
+        let work_per_device = match (tokens, fpt, devices) {
+            (Some(t), Some(f), Some(d)) => Some(t * f / d),
+            _ => None,
+        };
+        let tps = match (tokens, step_time) {
+            (Some(t), Some(s)) => Some(t / s),
+            _ => None,
+        };
+        let achieved = match (work_per_device, step_time) {
+            (Some(w), Some(s)) => Some(w / s),
+            _ => None,
+        };
+        let peak = resolved.peak;
+        let mfu = match (achieved, peak) {
+            (Some(a), Some(p)) => Some(a / p),
+            _ => None,
+        };
+        let fwd_bwd = positive_time(values.fwd_bwd_time_s.get(row));
+        let mfu_fb = match (work_per_device, fwd_bwd, peak) {
+            (Some(w), Some(t), Some(p)) => Some(w / t / p),
+            _ => None,
+        };
+        match mfu {
+            None => stats.null_mfu_rows += 1,
+            Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
+            Some(_) => {}
+        }
+        resolved_device.push(resolved.device.as_deref());
+        peak_col.push(peak);
+        tps_col.push(tps);
+        achieved_col.push(achieved);
+        mfu_col.push(mfu);
+        mfu_fb_col.push(mfu_fb);
+    }
+
+    for (resolved, rows) in pairs.iter().zip(&pair_rows) {
+        if let Some(why) = &resolved.unresolved {
+            match stats.unresolved.iter_mut().find(|(w, _)| w == why) {
+                Some(slot) => slot.1 += rows,
+                None => stats.unresolved.push((why.clone(), *rows)),
+            }
+        }
+    }
+
+    let f64_column = |name: &str, v: Vec<Option<f64>>| Series::new(name.into(), v).into_column();
+    let columns = vec![
+        Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
+        f64_column(PEAK_FLOPS_PER_DEVICE, peak_col),
+        f64_column(TOKENS_PER_SECOND, tps_col),
+        f64_column(ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
+        f64_column(MFU_WALL_CLOCK, mfu_col),
+        f64_column(MFU_FWD_BWD, mfu_fb_col),
+    ];
+    Computed { columns, stats }
+}

@@ -1,0 +1,333 @@
+//! The enrich pipeline for one table: map columns → resolve peaks → compute → append the six columns.
+//!
+//! This is the library's main entry point. [`enrich_frame`] works on a polars frame; the Arrow interface in
+//! [`crate::arrow_bridge`] wraps it for arrow-rs record batches. Reading and writing files is the caller's
+//! business (see [`crate::read`] and [`crate::write`]).
+
+use std::sync::Arc;
+
+use polars::prelude::*;
+
+use crate::columns::{extract, map_columns, ColumnError, ColumnMapping, ColumnOptions};
+use crate::compute::{compute, ComputeStats, COLUMN_DEFINITIONS, OUTPUT_COLUMNS};
+use crate::peaks::Resolver;
+use crate::write::Metadata;
+
+/// The name of the column that says which input a row came from, when several inputs go into one output.
+pub const SOURCE_FILE: &str = "source_file";
+
+/// Everything the enrichment of one table needs.
+#[derive(Debug, Clone)]
+pub struct EnrichOptions {
+    pub columns: ColumnOptions,
+    pub resolver: Arc<Resolver>,
+}
+
+/// An enriched table and what was seen making it.
+#[derive(Debug)]
+pub struct Enriched {
+    pub frame: DataFrame,
+    pub mapping: ColumnMapping,
+    pub stats: ComputeStats,
+    /// Numeric columns with cells that were not numbers: (column, cells).
+    pub non_numeric: Vec<(String, usize)>,
+    /// Input columns renamed because their names are taken by added columns: (old, new).
+    pub renamed: Vec<(String, String)>,
+}
+
+/// Errors enriching one table.
+#[derive(Debug, thiserror::Error)]
+pub enum EnrichError {
+    #[error(transparent)]
+    Columns(#[from] ColumnError),
+    #[error("the input already has every column mfu adds ({}): it looks enriched already", OUTPUT_COLUMNS.join(", "))]
+    AlreadyEnriched,
+    #[error("table has no columns (empty input)")]
+    NoColumns,
+    #[error("{0}")]
+    Polars(#[from] PolarsError),
+}
+
+/// Enriches one table: every input column kept, in order, then the six added columns.
+pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enriched, EnrichError> {
+    if df.width() == 0 {
+        return Err(EnrichError::NoColumns);
+    }
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if OUTPUT_COLUMNS.iter().all(|c| names.iter().any(|n| n == c)) {
+        return Err(EnrichError::AlreadyEnriched);
+    }
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mapping = map_columns(&name_refs, &options.columns)?;
+    let values = extract(&df, &mapping)?;
+    let computed = compute(&values, &options.resolver);
+    let non_numeric = values.non_numeric;
+
+    // A log may carry a column with one of our names (a trainer's own tokens_per_second): keep it, renamed.
+    let mut renamed = Vec::new();
+    for taken in OUTPUT_COLUMNS {
+        if names.iter().any(|n| n == taken) {
+            let mut new = format!("{taken}_input");
+            let mut k = 2;
+            while names.contains(&new) {
+                new = format!("{taken}_input{k}");
+                k += 1;
+            }
+            df.rename(taken, new.as_str().into())?;
+            renamed.push((taken.to_string(), new));
+        }
+    }
+    let frame = df.hstack(&computed.columns)?;
+    Ok(Enriched {
+        frame,
+        mapping,
+        stats: computed.stats,
+        non_numeric,
+        renamed,
+    })
+}
+
+/// The Parquet key-value metadata of an output: tool version, peak-table hash, and each added column's unit
+/// and definition (JSON).
+pub fn output_metadata(resolver: &Resolver) -> Metadata {
+    let columns: serde_json::Map<String, serde_json::Value> = COLUMN_DEFINITIONS
+        .iter()
+        .map(|(name, unit, definition)| {
+            (
+                name.to_string(),
+                serde_json::json!({ "unit": unit, "definition": definition }),
+            )
+        })
+        .collect();
+    let mut meta = vec![
+        (
+            "mfu.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        (
+            "mfu.peak_table_sha256".to_string(),
+            resolver.table().sha256().to_string(),
+        ),
+        (
+            "mfu.columns".to_string(),
+            serde_json::Value::Object(columns).to_string(),
+        ),
+    ];
+    if let Some(f) = resolver.options().forced_peak {
+        meta.push(("mfu.forced_peak_flops".to_string(), f.to_string()));
+    }
+    meta
+}
+
+/// Stacks enriched tables from several inputs into one, in input order: the union of the input columns in
+/// first-seen order (null where an input lacks one), then `source_file`, then the six added columns.
+/// A column whose type differs between inputs becomes Float64 when all are numeric, String otherwise.
+pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
+    let mut order: Vec<PlSmallStr> = Vec::new();
+    let mut types: Vec<DataType> = Vec::new();
+    for (_, df) in &parts {
+        for col in df.columns() {
+            let name = col.name();
+            if OUTPUT_COLUMNS.contains(&name.as_str()) {
+                continue;
+            }
+            match order.iter().position(|n| n == name) {
+                Some(i) => types[i] = unify(&types[i], col.dtype()),
+                None => {
+                    order.push(name.clone());
+                    types.push(col.dtype().clone());
+                }
+            }
+        }
+    }
+    let mut out: Option<DataFrame> = None;
+    for (source, df) in parts {
+        let height = df.height();
+        let mut columns: Vec<Column> = Vec::with_capacity(order.len() + 7);
+        for (name, dtype) in order.iter().zip(&types) {
+            let col = match df.column(name.as_str()) {
+                Ok(c) if c.dtype() == dtype => c.clone(),
+                Ok(c) => c.cast(dtype)?,
+                Err(_) => Column::full_null(name.clone(), height, dtype),
+            };
+            columns.push(col);
+        }
+        columns.push(Column::new_scalar(
+            SOURCE_FILE.into(),
+            Scalar::new(
+                DataType::String,
+                AnyValue::StringOwned(source.as_str().into()),
+            ),
+            height,
+        ));
+        for name in OUTPUT_COLUMNS {
+            columns.push(df.column(name)?.clone());
+        }
+        let part = DataFrame::new(height, columns)?;
+        match &mut out {
+            None => out = Some(part),
+            Some(acc) => {
+                acc.vstack_mut_owned(part)?;
+            }
+        }
+    }
+    let mut df = out.unwrap_or_default();
+    df.rechunk_mut();
+    Ok(df)
+}
+
+fn unify(a: &DataType, b: &DataType) -> DataType {
+    if a == b || b == &DataType::Null {
+        a.clone()
+    } else if a == &DataType::Null {
+        b.clone()
+    } else if a.is_primitive_numeric() && b.is_primitive_numeric() {
+        DataType::Float64
+    } else {
+        DataType::String
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peaks::{PeakTable, ResolveOptions};
+
+    fn options() -> EnrichOptions {
+        EnrichOptions {
+            columns: ColumnOptions::default(),
+            resolver: Arc::new(Resolver::new(
+                PeakTable::builtin(),
+                ResolveOptions::default(),
+            )),
+        }
+    }
+
+    fn sample() -> DataFrame {
+        df!(
+            "step" => [1i64, 2, 3],
+            "step_time" => [2.0, 0.0, 4.0],
+            "fwd_bwd_time" => [Some(1.6), None, Some(3.0)],
+            "tokens" => [1000i64, 1000, 2000],
+            "num_devices" => [2i64, 2, 2],
+            "flops_per_token" => [6e9, 6e9, 6e9],
+            "device_name" => ["NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", "Acme X9"],
+            "dtype" => ["bf16", "bf16", "bf16"],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn appends_the_contract_columns_with_nulls_where_unknown() {
+        let e = enrich_frame(sample(), &options()).unwrap();
+        let names: Vec<&str> = e
+            .frame
+            .get_column_names()
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            &names[..8],
+            &[
+                "step",
+                "step_time",
+                "fwd_bwd_time",
+                "tokens",
+                "num_devices",
+                "flops_per_token",
+                "device_name",
+                "dtype"
+            ]
+        );
+        assert_eq!(&names[8..], &OUTPUT_COLUMNS);
+        let f = |c: &str| e.frame.column(c).unwrap().f64().unwrap().clone();
+        let achieved0 = 1000.0 * 6e9 / (2.0 * 2.0);
+        assert_eq!(f("tokens_per_second").get(0), Some(500.0));
+        assert_eq!(f("achieved_flops_per_device").get(0), Some(achieved0));
+        assert_eq!(f("mfu_wall_clock").get(0), Some(achieved0 / 312e12));
+        assert_eq!(
+            f("mfu_fwd_bwd").get(0),
+            Some(1000.0 * 6e9 / (2.0 * 1.6) / 312e12)
+        );
+        // Zero step time: null, never infinity.
+        assert_eq!(f("tokens_per_second").get(1), None);
+        assert_eq!(f("mfu_wall_clock").get(1), None);
+        // Unknown device: throughput filled, MFU null.
+        assert_eq!(f("tokens_per_second").get(2), Some(500.0));
+        assert_eq!(f("peak_flops_per_device").get(2), None);
+        assert_eq!(f("mfu_wall_clock").get(2), None);
+        assert_eq!(
+            e.frame
+                .column("resolved_device")
+                .unwrap()
+                .str()
+                .unwrap()
+                .get(2),
+            None
+        );
+        assert_eq!(e.stats.null_mfu_rows, 2);
+        assert_eq!(e.stats.bad_step_time_rows, 1);
+        assert_eq!(e.stats.unresolved.len(), 1);
+        assert_eq!(e.stats.unresolved[0].1, 1);
+    }
+
+    #[test]
+    fn clashing_input_columns_are_kept_renamed() {
+        let mut df = sample();
+        df.with_column(Series::new("tokens_per_second".into(), [1.0, 2.0, 3.0]).into_column())
+            .unwrap();
+        let e = enrich_frame(df, &options()).unwrap();
+        assert_eq!(
+            e.renamed,
+            vec![(
+                "tokens_per_second".to_string(),
+                "tokens_per_second_input".to_string()
+            )]
+        );
+        assert_eq!(
+            e.frame
+                .column("tokens_per_second_input")
+                .unwrap()
+                .f64()
+                .unwrap()
+                .get(2),
+            Some(3.0)
+        );
+        let again = enrich_frame(e.frame, &options());
+        assert!(matches!(again, Err(EnrichError::AlreadyEnriched)));
+    }
+
+    #[test]
+    fn combine_unions_columns_in_input_order() {
+        let a = enrich_frame(sample(), &options()).unwrap().frame;
+        let mut other = sample().drop("fwd_bwd_time").unwrap();
+        other
+            .with_column(Series::new("loss".into(), [1.5, 1.4, 1.3]).into_column())
+            .unwrap();
+        let step_as_float = other
+            .column("step")
+            .unwrap()
+            .cast(&DataType::Float64)
+            .unwrap();
+        other.with_column(step_as_float).unwrap();
+        let b = enrich_frame(other, &options()).unwrap().frame;
+        let all = combine(vec![("a.jsonl".into(), a), ("b.csv".into(), b)]).unwrap();
+        let names: Vec<&str> = all.get_column_names().iter().map(|s| s.as_str()).collect();
+        assert_eq!(names[8], "loss");
+        assert_eq!(names[9], SOURCE_FILE);
+        assert_eq!(&names[10..], &OUTPUT_COLUMNS);
+        assert_eq!(all.height(), 6);
+        assert_eq!(all.column("step").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(all.column("loss").unwrap().f64().unwrap().get(0), None);
+        assert_eq!(
+            all.column("fwd_bwd_time").unwrap().f64().unwrap().get(4),
+            None
+        );
+        let src = all.column(SOURCE_FILE).unwrap().str().unwrap().clone();
+        assert_eq!((src.get(0), src.get(5)), (Some("a.jsonl"), Some("b.csv")));
+    }
+}

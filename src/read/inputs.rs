@@ -1,0 +1,237 @@
+//! Turning INPUT arguments into a list of inputs: files, folders (searched recursively for known
+//! extensions), glob patterns, and `-` for standard input. Order is deterministic: arguments in the order
+//! given, files within a folder or glob sorted by path.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use super::InputFormat;
+
+/// One input to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    /// How reports and the `source_file` column name it: the path as given (or found), `-` for stdin.
+    pub display: String,
+    /// `None` for standard input.
+    pub path: Option<PathBuf>,
+    /// Path relative to the argument it came from, for `--out-dir`.
+    pub relative: PathBuf,
+}
+
+impl Input {
+    pub fn stdin() -> Input {
+        Input {
+            display: "-".into(),
+            path: None,
+            relative: PathBuf::from("stdin"),
+        }
+    }
+
+    fn file(path: PathBuf, relative: PathBuf) -> Input {
+        Input {
+            display: path.display().to_string(),
+            path: Some(path),
+            relative,
+        }
+    }
+
+    /// The format its name says, if any.
+    pub fn format_from_name(&self) -> Option<InputFormat> {
+        self.path.as_deref().and_then(InputFormat::from_path)
+    }
+
+    /// All of its bytes (standard input is read to the end).
+    pub fn read_bytes(&self) -> std::io::Result<Vec<u8>> {
+        match &self.path {
+            Some(p) => std::fs::read(p),
+            None => {
+                let mut buf = Vec::new();
+                std::io::stdin().lock().read_to_end(&mut buf)?;
+                Ok(buf)
+            }
+        }
+    }
+}
+
+/// Errors expanding the INPUT arguments.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InputError {
+    #[error("{0}: no such file or folder")]
+    Missing(String),
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst)")]
+    EmptyFolder(String),
+    #[error("{0}: pattern matches no file")]
+    NoMatch(String),
+    #[error("{pattern}: bad glob pattern: {message}")]
+    BadPattern { pattern: String, message: String },
+    #[error("{path}: cannot list folder: {message}")]
+    Unlistable { path: String, message: String },
+    #[error("'-' (standard input) may be given only once")]
+    StdinTwice,
+}
+
+fn is_glob(arg: &str) -> bool {
+    arg.contains(['*', '?', '['])
+}
+
+/// Expands every argument, in order.
+pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
+    let mut inputs = Vec::new();
+    let mut saw_stdin = false;
+    for arg in args {
+        if arg == "-" {
+            if saw_stdin {
+                return Err(InputError::StdinTwice);
+            }
+            saw_stdin = true;
+            inputs.push(Input::stdin());
+            continue;
+        }
+        let path = Path::new(arg);
+        if path.is_dir() {
+            let found = walk_folder(path)?;
+            if found.is_empty() {
+                return Err(InputError::EmptyFolder(arg.clone()));
+            }
+            for f in found {
+                let relative = f.strip_prefix(path).unwrap_or(&f).to_path_buf();
+                inputs.push(Input::file(f, relative));
+            }
+        } else if path.exists() {
+            let name = path
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| path.to_path_buf());
+            inputs.push(Input::file(path.to_path_buf(), name));
+        } else if is_glob(arg) {
+            let paths = glob::glob(arg).map_err(|e| InputError::BadPattern {
+                pattern: arg.clone(),
+                message: e.to_string(),
+            })?;
+            let mut matched: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
+            matched.sort();
+            let base = literal_prefix(arg);
+            let mut any = false;
+            for m in matched {
+                if m.is_dir() {
+                    for f in walk_folder(&m)? {
+                        let relative = f.strip_prefix(&base).unwrap_or(&f).to_path_buf();
+                        inputs.push(Input::file(f, relative));
+                        any = true;
+                    }
+                } else {
+                    let relative = m.strip_prefix(&base).unwrap_or(&m).to_path_buf();
+                    inputs.push(Input::file(m, relative));
+                    any = true;
+                }
+            }
+            if !any {
+                return Err(InputError::NoMatch(arg.clone()));
+            }
+        } else {
+            return Err(InputError::Missing(arg.clone()));
+        }
+    }
+    Ok(inputs)
+}
+
+/// The folders of a glob pattern before its first wildcard component.
+fn literal_prefix(pattern: &str) -> PathBuf {
+    let mut base = PathBuf::new();
+    for c in Path::new(pattern).components() {
+        match c {
+            Component::Normal(s) if is_glob(&s.to_string_lossy()) => break,
+            other => base.push(other.as_os_str()),
+        }
+    }
+    if base.as_os_str() == pattern {
+        base.pop();
+    }
+    base
+}
+
+/// Every file with a known log extension under `folder`, sorted by path.
+fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let mut found = Vec::new();
+    let mut stack = vec![folder.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Unlistable {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|e| InputError::Unlistable {
+                path: dir.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if InputFormat::from_path(&p).is_some() {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefix_stops_at_wildcards() {
+        assert_eq!(literal_prefix("runs/*/log.jsonl"), PathBuf::from("runs"));
+        assert_eq!(literal_prefix("*.csv"), PathBuf::from(""));
+        assert_eq!(literal_prefix("/a/b/x?.csv"), PathBuf::from("/a/b"));
+    }
+
+    #[test]
+    fn folders_globs_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("runs/b")).unwrap();
+        std::fs::create_dir_all(root.join("runs/a")).unwrap();
+        std::fs::write(root.join("runs/b/log.jsonl"), "{}").unwrap();
+        std::fs::write(root.join("runs/a/log.csv.gz"), "x").unwrap();
+        std::fs::write(root.join("runs/a/notes.txt"), "x").unwrap();
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+
+        let folder = root.join("runs").display().to_string();
+        let inputs = expand_inputs(std::slice::from_ref(&folder)).unwrap();
+        let rel: Vec<_> = inputs.iter().map(|i| i.relative.clone()).collect();
+        assert_eq!(
+            rel,
+            vec![PathBuf::from("a/log.csv.gz"), PathBuf::from("b/log.jsonl")]
+        );
+
+        let pattern = format!("{}/runs/*/log.*", root.display());
+        let inputs = expand_inputs(&[pattern]).unwrap();
+        assert_eq!(inputs.len(), 2);
+        assert_eq!(inputs[0].relative, PathBuf::from("a/log.csv.gz"));
+        // A file the pattern names is taken whatever its extension: the user asked for it.
+        let pattern = format!("{}/runs/a/*", root.display());
+        assert_eq!(expand_inputs(&[pattern]).unwrap().len(), 2);
+
+        let missing = root.join("nope.jsonl").display().to_string();
+        assert_eq!(
+            expand_inputs(std::slice::from_ref(&missing)),
+            Err(InputError::Missing(missing))
+        );
+        let empty = root.join("empty").display().to_string();
+        assert_eq!(
+            expand_inputs(std::slice::from_ref(&empty)),
+            Err(InputError::EmptyFolder(empty))
+        );
+        let nomatch = format!("{}/zzz*.csv", root.display());
+        assert_eq!(
+            expand_inputs(std::slice::from_ref(&nomatch)),
+            Err(InputError::NoMatch(nomatch))
+        );
+        assert_eq!(
+            expand_inputs(&["-".into(), "-".into()]),
+            Err(InputError::StdinTwice)
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! Reading logs: one module per file format, plus compression and format detection.
+//!
+//! A format comes from the extension (`.jsonl`, `.ndjson`, `.csv`, `.tsv`, `.parquet`, `.pq`, each optionally
+//! followed by `.gz` or `.zst`) or from `--input-format`; a Parquet file is recognised by its magic bytes
+//! whatever its name, and gzip or zstd compression by theirs.
+
+pub mod csv;
+pub mod inputs;
+pub mod jsonl;
+pub mod parquet;
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use polars::prelude::DataFrame;
+
+pub use inputs::{expand_inputs, Input, InputError};
+
+/// A table format mfu reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputFormat {
+    Jsonl,
+    Csv,
+    Tsv,
+    Parquet,
+}
+
+impl InputFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputFormat::Jsonl => "jsonl",
+            InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
+            InputFormat::Parquet => "parquet",
+        }
+    }
+
+    /// The format an extension names (without the dot, lower-case), if any.
+    pub fn from_extension(ext: &str) -> Option<InputFormat> {
+        match ext {
+            "jsonl" | "ndjson" => Some(InputFormat::Jsonl),
+            "csv" => Some(InputFormat::Csv),
+            "tsv" => Some(InputFormat::Tsv),
+            "parquet" | "pq" => Some(InputFormat::Parquet),
+            _ => None,
+        }
+    }
+
+    /// The format of a path from its extension, looking past a `.gz` or `.zst` suffix.
+    pub fn from_path(path: &Path) -> Option<InputFormat> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = name
+            .strip_suffix(".gz")
+            .or_else(|| name.strip_suffix(".zst"))
+            .unwrap_or(&name);
+        let ext = Path::new(name).extension()?.to_str()?;
+        InputFormat::from_extension(ext)
+    }
+}
+
+impl fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Errors reading one input.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{input}: {source}")]
+    Io {
+        input: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{input}: cannot tell the format from the name; give --input-format jsonl|csv|tsv|parquet"
+    )]
+    UnknownFormat { input: String },
+    #[error("{input}: {compression} data is corrupt or cut short: {source}")]
+    Decompress {
+        input: String,
+        compression: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{input}: not valid {format}: {message}")]
+    Parse {
+        input: String,
+        format: InputFormat,
+        message: String,
+    },
+}
+
+const PARQUET_MAGIC: &[u8] = b"PAR1";
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+
+/// Undoes gzip or zstd compression, recognised by magic bytes.
+fn decompress(input: &str, bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+    let (name, result) = if bytes.starts_with(GZIP_MAGIC) {
+        let mut out = Vec::with_capacity(bytes.len() * 4);
+        let r = flate2::read::MultiGzDecoder::new(bytes.as_slice()).read_to_end(&mut out);
+        ("gzip", r.map(|_| out))
+    } else if bytes.starts_with(ZSTD_MAGIC) {
+        ("zstd", zstd::stream::decode_all(bytes.as_slice()))
+    } else {
+        return Ok(bytes);
+    };
+    result.map_err(|source| ReadError::Decompress {
+        input: input.to_string(),
+        compression: name,
+        source,
+    })
+}
+
+/// Reads an input's bytes (decompressed) and parses them into a frame.
+pub fn read_input(input: &Input, forced: Option<InputFormat>) -> Result<DataFrame, ReadError> {
+    let raw = input.read_bytes().map_err(|source| ReadError::Io {
+        input: input.display.clone(),
+        source,
+    })?;
+    let bytes = decompress(&input.display, raw)?;
+    let format = if bytes.starts_with(PARQUET_MAGIC) {
+        InputFormat::Parquet
+    } else {
+        match forced.or(input.format_from_name()) {
+            Some(f) => f,
+            None => {
+                return Err(ReadError::UnknownFormat {
+                    input: input.display.clone(),
+                })
+            }
+        }
+    };
+    let parse_error = |message: String| ReadError::Parse {
+        input: input.display.clone(),
+        format,
+        message,
+    };
+    match format {
+        InputFormat::Jsonl => jsonl::read(bytes).map_err(parse_error),
+        InputFormat::Csv => csv::read(bytes, b',').map_err(parse_error),
+        InputFormat::Tsv => csv::read(bytes, b'\t').map_err(parse_error),
+        InputFormat::Parquet => parquet::read(bytes).map_err(parse_error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_from_names() {
+        for (name, want) in [
+            ("a.jsonl", Some(InputFormat::Jsonl)),
+            ("a.NDJSON", Some(InputFormat::Jsonl)),
+            ("dir/a.csv.gz", Some(InputFormat::Csv)),
+            ("a.tsv.zst", Some(InputFormat::Tsv)),
+            ("a.pq", Some(InputFormat::Parquet)),
+            ("a.parquet", Some(InputFormat::Parquet)),
+            ("a.txt", None),
+            ("a.gz", None),
+            ("noext", None),
+        ] {
+            assert_eq!(InputFormat::from_path(Path::new(name)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn decompress_passes_plain_bytes_and_reports_truncation() {
+        assert_eq!(decompress("x", b"abc".to_vec()).unwrap(), b"abc");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, b"hello world, hello world").unwrap();
+        let full = gz.finish().unwrap();
+        assert_eq!(
+            decompress("x", full.clone()).unwrap(),
+            b"hello world, hello world"
+        );
+        let cut = full[..full.len() - 6].to_vec();
+        let err = decompress("x.gz", cut).unwrap_err().to_string();
+        assert!(
+            err.starts_with("x.gz: gzip data is corrupt or cut short"),
+            "{err}"
+        );
+        let z = zstd::stream::encode_all(&b"zstd bytes"[..], 3).unwrap();
+        assert_eq!(decompress("x", z).unwrap(), b"zstd bytes");
+    }
+}

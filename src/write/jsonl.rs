@@ -1,0 +1,23 @@
+//! JSON Lines output, written by polars: one object per row, nulls as `null`.
+
+use std::io::Write;
+
+use polars::prelude::*;
+
+use super::{Metadata, OutputFormat, TableWriter, WriteError};
+
+pub struct JsonlTableWriter;
+
+impl TableWriter for JsonlTableWriter {
+    fn write(
+        &self,
+        df: &mut DataFrame,
+        _metadata: &Metadata,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), WriteError> {
+        JsonWriter::new(out)
+            .with_json_format(JsonFormat::JsonLines)
+            .finish(df)
+            .map_err(|e| WriteError::encode(OutputFormat::Jsonl, e))
+    }
+}

@@ -1,0 +1,204 @@
+//! Writing enriched tables: one module per format behind [`TableWriter`], and atomic file output.
+//!
+//! A file is written to a temporary file in the destination folder, flushed and synced, then renamed over
+//! the destination, so a failure (or a kill) never leaves half a file under the output's name.
+
+pub mod csv;
+pub mod jsonl;
+pub mod parquet;
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::DataFrame;
+
+/// A table format mfu writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputFormat {
+    Parquet,
+    Csv,
+    Jsonl,
+}
+
+impl OutputFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Parquet => "parquet",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Jsonl => "jsonl",
+        }
+    }
+
+    /// The format an output path's extension names.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "parquet" | "pq" => Some(OutputFormat::Parquet),
+            "csv" => Some(OutputFormat::Csv),
+            "jsonl" | "ndjson" => Some(OutputFormat::Jsonl),
+            _ => None,
+        }
+    }
+
+    fn writer(self) -> Box<dyn TableWriter> {
+        match self {
+            OutputFormat::Parquet => Box::new(parquet::ParquetTableWriter),
+            OutputFormat::Csv => Box::new(csv::CsvTableWriter),
+            OutputFormat::Jsonl => Box::new(jsonl::JsonlTableWriter),
+        }
+    }
+}
+
+impl fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.extension())
+    }
+}
+
+/// File-level key-value metadata (Parquet keeps it; the text formats have nowhere to put it).
+pub type Metadata = Vec<(String, String)>;
+
+/// Serialises a whole frame in one format.
+pub trait TableWriter {
+    fn write(
+        &self,
+        df: &mut DataFrame,
+        metadata: &Metadata,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), WriteError>;
+}
+
+/// Errors writing an output.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: already exists; add --force to replace it")]
+    Exists { path: String },
+    #[error("cannot encode {format}: {message}")]
+    Encode {
+        format: OutputFormat,
+        message: String,
+    },
+}
+
+impl WriteError {
+    fn encode(format: OutputFormat, e: impl fmt::Display) -> WriteError {
+        WriteError::Encode {
+            format,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Writes `df` to `path` atomically. Without `force`, an existing `path` is an error (checked again at the
+/// rename, so a file that appears meanwhile is not overwritten either).
+pub fn write_file(
+    path: &Path,
+    format: OutputFormat,
+    df: &mut DataFrame,
+    metadata: &Metadata,
+    force: bool,
+) -> Result<(), WriteError> {
+    let shown = path.display().to_string();
+    let io = |source| WriteError::Io {
+        path: shown.clone(),
+        source,
+    };
+    if !force && path.exists() {
+        return Err(WriteError::Exists { path: shown });
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{file_name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(io)?;
+    {
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        format.writer().write(df, metadata, &mut buffered)?;
+        buffered.flush().map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    if force {
+        tmp.persist(path).map_err(|e| io(e.error))?;
+    } else {
+        tmp.persist_noclobber(path).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                WriteError::Exists {
+                    path: shown.clone(),
+                }
+            } else {
+                io(e.error)
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Writes `df` to standard output.
+pub fn write_stdout(
+    format: OutputFormat,
+    df: &mut DataFrame,
+    metadata: &Metadata,
+) -> Result<(), WriteError> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
+    format.writer().write(df, metadata, &mut out)?;
+    out.flush().map_err(|source| WriteError::Io {
+        path: "-".into(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    #[test]
+    fn formats_from_output_names() {
+        assert_eq!(
+            OutputFormat::from_path(Path::new("a.parquet")),
+            Some(OutputFormat::Parquet)
+        );
+        assert_eq!(
+            OutputFormat::from_path(Path::new("a.CSV")),
+            Some(OutputFormat::Csv)
+        );
+        assert_eq!(
+            OutputFormat::from_path(Path::new("a.jsonl")),
+            Some(OutputFormat::Jsonl)
+        );
+        assert_eq!(OutputFormat::from_path(Path::new("a.txt")), None);
+    }
+
+    #[test]
+    fn atomic_write_refuses_existing_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        let mut df = df!("a" => [1i64, 2]).unwrap();
+        write_file(&path, OutputFormat::Csv, &mut df, &vec![], false).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n1\n2\n");
+        let err = write_file(&path, OutputFormat::Csv, &mut df, &vec![], false).unwrap_err();
+        assert!(matches!(err, WriteError::Exists { .. }));
+        let mut df2 = df!("b" => [3i64]).unwrap();
+        write_file(&path, OutputFormat::Csv, &mut df2, &vec![], true).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\n3\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+}

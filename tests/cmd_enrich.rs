@@ -1,0 +1,666 @@
+//! `mfu enrich`: formats, column detection, constants, outputs, errors, determinism. Expected values are
+//! computed here from the formula, never taken from the tool's earlier output.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+
+use arrow::array::{Array, Float64Array, RecordBatch, StringArray};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use predicates::prelude::*;
+
+use crate::util::{fixtures, Workdir};
+
+const ADDED: [&str; 6] = [
+    "resolved_device",
+    "peak_flops_per_device",
+    "tokens_per_second",
+    "achieved_flops_per_device",
+    "mfu_wall_clock",
+    "mfu_fwd_bwd",
+];
+
+/// A Parquet file read with arrow-rs: the columns (as one batch) and the file's key-value metadata.
+fn read_parquet(path: &std::path::Path) -> (RecordBatch, HashMap<String, String>) {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+    let meta: HashMap<String, String> = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let schema = builder.schema().clone();
+    // pyarrow shows the Arrow schema's metadata: it must carry the same keys as the footer.
+    for key in ["mfu.version", "mfu.peak_table_sha256", "mfu.columns"] {
+        assert_eq!(
+            schema.metadata().get(key),
+            meta.get(key),
+            "{key} in the Arrow schema"
+        );
+    }
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    (
+        arrow::compute::concat_batches(&schema, &batches).unwrap(),
+        meta,
+    )
+}
+
+fn f64s(batch: &RecordBatch, name: &str) -> Vec<Option<f64>> {
+    let col = batch
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    let col = cast(col, &DataType::Float64).unwrap();
+    let a = col.as_any().downcast_ref::<Float64Array>().unwrap();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect()
+}
+
+fn strings(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
+    let col = cast(batch.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();
+    let a = col.as_any().downcast_ref::<StringArray>().unwrap();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| ((a - b) / b).abs() < 1e-12)
+}
+
+/// Reads a CSV output into rows of name → cell.
+fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .map(String::from)
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(cell: &str) -> Option<f64> {
+    (!cell.is_empty()).then(|| cell.parse().unwrap())
+}
+
+#[test]
+fn bundled_fixture_to_parquet_with_metadata() {
+    let wd = Workdir::new("enrich_fixture");
+    let input = fixtures().join("runs.jsonl");
+    wd.mfu()
+        .arg("enrich")
+        .arg(&input)
+        .args(["-o", "out.parquet"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "unknown device 'Acme Tensor Engine X9': MFU is null for 5 rows",
+        ))
+        .stderr(predicate::str::contains("--peaks FILE"));
+    let (batch, meta) = read_parquet(&wd.path("out.parquet"));
+    assert_eq!(batch.num_rows(), 15);
+    let schema = batch.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(
+        &names[..10],
+        &[
+            "run",
+            "step",
+            "loss",
+            "step_time_ms",
+            "fwd_bwd_time_ms",
+            "tokens",
+            "world_size",
+            "flops_per_token",
+            "device_name",
+            "dtype"
+        ]
+    );
+    assert_eq!(&names[10..], &ADDED);
+    for name in &ADDED[1..] {
+        assert_eq!(
+            schema.field_with_name(name).unwrap().data_type(),
+            &DataType::Float64,
+            "{name}"
+        );
+    }
+
+    // Every row from the formula, with the peaks of the datasheet.
+    let step_ms = f64s(&batch, "step_time_ms");
+    let fb_ms = f64s(&batch, "fwd_bwd_time_ms");
+    let tokens = f64s(&batch, "tokens");
+    let world = f64s(&batch, "world_size");
+    let fpt = f64s(&batch, "flops_per_token");
+    let devices = strings(&batch, "resolved_device");
+    let peak = f64s(&batch, "peak_flops_per_device");
+    let tps = f64s(&batch, "tokens_per_second");
+    let achieved = f64s(&batch, "achieved_flops_per_device");
+    let mfu = f64s(&batch, "mfu_wall_clock");
+    let mfu_fb = f64s(&batch, "mfu_fwd_bwd");
+    for i in 0..15 {
+        let (t, f, tok, n, flops) = (
+            step_ms[i].unwrap() / 1e3,
+            fb_ms[i].unwrap() / 1e3,
+            tokens[i].unwrap(),
+            world[i].unwrap(),
+            fpt[i].unwrap(),
+        );
+        let want_peak = match i / 5 {
+            0 => Some(989.4e12),
+            1 => Some(312e12),
+            _ => None,
+        };
+        assert_eq!(peak[i], want_peak, "row {i}");
+        assert!(close(tps[i], tok / t), "row {i}");
+        assert!(close(achieved[i], tok * flops / (n * t)), "row {i}");
+        match want_peak {
+            Some(p) => {
+                assert!(close(mfu[i], tok * flops / (n * t) / p), "row {i}");
+                assert!(close(mfu_fb[i], tok * flops / (n * f) / p), "row {i}");
+            }
+            None => {
+                assert_eq!((mfu[i], mfu_fb[i]), (None, None), "row {i}");
+                assert_eq!(devices[i], None);
+            }
+        }
+    }
+    assert_eq!(devices[0].as_deref(), Some("H100 SXM5"));
+    assert_eq!(devices[5].as_deref(), Some("A100 SXM4"));
+
+    assert_eq!(meta["mfu.version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(meta["mfu.peak_table_sha256"].len(), 64);
+    let columns: serde_json::Value = serde_json::from_str(&meta["mfu.columns"]).unwrap();
+    for name in ADDED {
+        assert!(columns[name]["unit"].is_string(), "{name}");
+        assert!(columns[name]["definition"].is_string(), "{name}");
+    }
+    assert_eq!(columns["mfu_wall_clock"]["unit"], "fraction");
+    assert_eq!(
+        wd.listing(),
+        vec!["out.parquet"],
+        "no temporary file is left"
+    );
+}
+
+#[test]
+fn csv_with_constants_from_flags_and_units_from_names() {
+    let wd = Workdir::new("enrich_csv_constants");
+    wd.create(
+        "log.csv",
+        "iteration,elapsed_time_per_iteration_ms,global_tokens\n1,1000,65536\n2,2000,65536\n3,0,65536\n",
+    );
+    let out = wd
+        .mfu()
+        .args([
+            "enrich",
+            "log.csv",
+            "-o",
+            "-",
+            "--device",
+            "NVIDIA L40S",
+            "--dtype",
+            "torch.bfloat16",
+            "--num-devices",
+            "4",
+            "--flops-per-token",
+            "1e9",
+            "-q",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows = csv_rows(&String::from_utf8(out).unwrap());
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["elapsed_time_per_iteration_ms"], "1000");
+    assert_eq!(rows[0]["resolved_device"], "L40S");
+    let peak = 362.05e12;
+    assert!(close(num(&rows[0]["peak_flops_per_device"]), peak));
+    assert!(close(num(&rows[0]["tokens_per_second"]), 65536.0));
+    assert!(close(
+        num(&rows[1]["mfu_wall_clock"]),
+        65536.0 * 1e9 / (4.0 * 2.0) / peak
+    ));
+    // A zero step time gives empty (null) derived cells, never inf.
+    assert_eq!(rows[2]["tokens_per_second"], "");
+    assert_eq!(rows[2]["mfu_wall_clock"], "");
+    // No fwd_bwd_time column: that MFU is null everywhere.
+    assert!(rows.iter().all(|r| r["mfu_fwd_bwd"].is_empty()));
+}
+
+#[test]
+fn gzip_tsv_and_parquet_magic_under_any_name() {
+    let wd = Workdir::new("enrich_compressed");
+    let tsv = "step\tstep_time\ttokens\tnum_devices\tflops_per_token\tgpu\tprecision\n1\t0.5\t1000\t1\t6000000000\tNVIDIA A10G\tfp16\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(tsv.as_bytes()).unwrap();
+    wd.create("log.tsv.gz", gz.finish().unwrap());
+    wd.mfu()
+        .args(["enrich", "log.tsv.gz", "-o", "a.parquet", "-q"])
+        .assert()
+        .success();
+    let (batch, _) = read_parquet(&wd.path("a.parquet"));
+    assert!(close(
+        f64s(&batch, "mfu_wall_clock")[0],
+        1000.0 * 6e9 / 0.5 / 70e12
+    ));
+
+    // A Parquet file named .dat is still read as Parquet (magic bytes).
+    std::fs::copy(wd.path("a.parquet"), wd.path("copy.dat")).unwrap();
+    wd.mfu()
+        .args(["enrich", "copy.dat", "-o", "b.csv", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("looks enriched already"));
+    let zst = zstd::stream::encode_all(tsv.as_bytes(), 3).unwrap();
+    wd.create("log.tsv.zst", zst);
+    wd.mfu()
+        .args(["enrich", "log.tsv.zst", "-o", "c.jsonl", "-q"])
+        .assert()
+        .success();
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(wd.path("c.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["resolved_device"], "A10G");
+    assert_eq!(line["gpu"], "NVIDIA A10G");
+}
+
+#[test]
+fn folder_of_runs_into_one_output_with_source_file() {
+    let wd = Workdir::new("enrich_folder");
+    wd.create(
+        "runs/b/log.jsonl",
+        "{\"step\":1,\"step_time\":1.0,\"tokens\":100,\"num_devices\":1,\"flops_per_token\":1e12,\"device\":\"NVIDIA H100 PCIe\",\"dtype\":\"bf16\",\"loss\":2.0}\n",
+    );
+    wd.create(
+        "runs/a/log.csv",
+        "step,step_time,tokens,num_devices,flops_per_token,device,dtype,lr\n1,2.0,100,2,1e12,NVIDIA H100 PCIe,bf16,0.001\n2,2.0,100,2,1e12,NVIDIA H100 PCIe,bf16,0.001\n",
+    );
+    wd.create("runs/a/notes.txt", "not a log");
+    wd.mfu()
+        .args(["enrich", "runs", "-o", "all.csv", "-q"])
+        .assert()
+        .success();
+    let rows = csv_rows(&std::fs::read_to_string(wd.path("all.csv")).unwrap());
+    assert_eq!(rows.len(), 3);
+    // Sorted by path: runs/a/log.csv first; lr only in a, loss only in b.
+    assert_eq!(rows[0]["source_file"], "runs/a/log.csv");
+    assert_eq!(rows[2]["source_file"], "runs/b/log.jsonl");
+    assert_eq!(rows[0]["lr"], "0.001");
+    assert_eq!(rows[2]["lr"], "");
+    assert_eq!(rows[2]["loss"], "2.0");
+    let header: Vec<String> = std::fs::read_to_string(wd.path("all.csv"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let tail: Vec<&str> = header[header.len() - 7..]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(tail[0], "source_file");
+    assert_eq!(&tail[1..], &ADDED);
+    assert!(close(
+        num(&rows[0]["mfu_wall_clock"]),
+        100.0 * 1e12 / (2.0 * 2.0) / 756e12
+    ));
+    assert!(close(
+        num(&rows[2]["mfu_wall_clock"]),
+        100.0 * 1e12 / 756e12
+    ));
+}
+
+#[test]
+fn out_dir_mirrors_relative_paths() {
+    let wd = Workdir::new("enrich_out_dir");
+    let line =
+        "{\"step\":1,\"step_time\":1.0,\"tokens\":100,\"num_devices\":1,\"flops_per_token\":1e9}\n";
+    wd.create("logs/x/run.jsonl", line);
+    wd.create("logs/y/run.jsonl.gz", {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(line.as_bytes()).unwrap();
+        gz.finish().unwrap()
+    });
+    wd.mfu()
+        .args([
+            "enrich",
+            "logs",
+            "--out-dir",
+            "out",
+            "--output-format",
+            "csv",
+            "-q",
+        ])
+        .assert()
+        .success();
+    assert!(wd.path("out/x/run.csv").is_file());
+    assert!(wd.path("out/y/run.csv").is_file());
+    let rows = csv_rows(&std::fs::read_to_string(wd.path("out/y/run.csv")).unwrap());
+    assert!(close(num(&rows[0]["tokens_per_second"]), 100.0));
+    assert!(
+        !rows[0].contains_key("source_file"),
+        "one output per input needs no source_file"
+    );
+}
+
+#[test]
+fn stdin_to_stdout() {
+    let wd = Workdir::new("enrich_stdin");
+    let out = wd
+        .mfu()
+        .args(["enrich", "-", "--input-format", "jsonl", "-o", "-", "--output-format", "jsonl", "-q"])
+        .write_stdin("{\"step\":1,\"step_time_s\":2.0,\"tokens\":10,\"world_size\":1,\"flops_per_token\":3e12,\"gpu_name\":\"NVIDIA GeForce RTX 4090\",\"precision\":\"16-mixed\"}\n")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["resolved_device"], "GeForce RTX 4090");
+    assert!(close(
+        v["mfu_wall_clock"].as_f64(),
+        10.0 * 3e12 / 2.0 / 165.2e12
+    ));
+    wd.mfu()
+        .args(["enrich", "-", "-o", "-"])
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("needs --input-format"));
+}
+
+#[test]
+fn list_of_devices_per_rank_uses_the_mean_when_all_known() {
+    let wd = Workdir::new("enrich_device_list");
+    wd.create(
+        "mixed.jsonl",
+        concat!(
+            "{\"step\":1,\"step_time\":1.0,\"tokens\":1000,\"num_devices\":2,\"flops_per_token\":1e12,\"device_name\":[\"NVIDIA H100 80GB HBM3\",\"NVIDIA A100-SXM4-80GB\"],\"dtype\":\"bf16\"}\n",
+            "{\"step\":2,\"step_time\":1.0,\"tokens\":1000,\"num_devices\":2,\"flops_per_token\":1e12,\"device_name\":[\"NVIDIA H100 80GB HBM3\",\"Acme X9\"],\"dtype\":\"bf16\"}\n",
+        ),
+    );
+    wd.create(
+        "semi.csv",
+        "step,step_time,tokens,num_devices,flops_per_token,device_name,dtype\n1,1.0,1000,2,1e12,NVIDIA L4;NVIDIA L40S,bf16\n",
+    );
+    for (input, want) in [
+        ("mixed.jsonl", vec![Some((989.4e12 + 312e12) / 2.0), None]),
+        ("semi.csv", vec![Some((121e12 + 362.05e12) / 2.0)]),
+    ] {
+        let out = wd
+            .mfu()
+            .args(["enrich", input, "-o", "-", "-q"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let rows = csv_rows(&String::from_utf8(out).unwrap());
+        for (row, want) in rows.iter().zip(&want) {
+            let got = num(&row["peak_flops_per_device"]);
+            match want {
+                Some(w) => assert!(close(got, *w), "{input}: {got:?} vs {w}"),
+                None => assert_eq!(got, None, "{input}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn missing_field_names_field_aliases_and_columns() {
+    let wd = Workdir::new("enrich_missing");
+    wd.create("log.csv", "step,loss,tokens\n1,2.0,100\n");
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "out.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("log.csv"))
+        .stderr(predicate::str::contains(
+            "no column for step_time (tried step_time, step_time_s, step_time_ms",
+        ))
+        .stderr(predicate::str::contains("the file has: step, loss, tokens"));
+    assert_eq!(wd.listing(), vec!["log.csv"], "no output on failure");
+}
+
+#[test]
+fn constant_for_a_present_column_needs_override() {
+    let wd = Workdir::new("enrich_override");
+    wd.create(
+        "log.csv",
+        "step,step_time,tokens,num_devices,flops_per_token,device\n1,1.0,100,1,1e12,NVIDIA L4\n",
+    );
+    wd.mfu()
+        .args([
+            "enrich",
+            "log.csv",
+            "-o",
+            "-",
+            "--device",
+            "NVIDIA L40S",
+            "--dtype",
+            "bf16",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--device was given but the file has a device_name column 'device'",
+        ));
+    let out = wd
+        .mfu()
+        .args([
+            "enrich",
+            "log.csv",
+            "-o",
+            "-",
+            "--device",
+            "NVIDIA L40S",
+            "--dtype",
+            "bf16",
+            "--override",
+            "-q",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows = csv_rows(&String::from_utf8(out).unwrap());
+    assert_eq!(
+        rows[0]["device"], "NVIDIA L4",
+        "the input column is kept unchanged"
+    );
+    assert_eq!(rows[0]["resolved_device"], "L40S");
+}
+
+#[test]
+fn map_and_time_unit_flags() {
+    let wd = Workdir::new("enrich_map");
+    wd.create("log.csv", "it,secs_x,toks\n1,1500,300\n");
+    let out = wd
+        .mfu()
+        .args([
+            "enrich",
+            "log.csv",
+            "-o",
+            "-",
+            "--map",
+            "step_time=secs_x",
+            "--map",
+            "tokens=toks",
+            "--time-unit",
+            "ms",
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "1",
+            "-q",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows = csv_rows(&String::from_utf8(out).unwrap());
+    assert!(close(num(&rows[0]["tokens_per_second"]), 200.0));
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "-", "--map", "speed=secs_x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown field 'speed'"));
+}
+
+#[test]
+fn outputs_are_never_inputs_and_never_overwritten_without_force() {
+    let wd = Workdir::new("enrich_outputs");
+    let csv = "step,step_time,tokens,num_devices,flops_per_token\n1,1.0,100,1,1e9\n";
+    wd.create("log.csv", csv);
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "log.csv", "--force"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the output is also an input"));
+    assert_eq!(std::fs::read_to_string(wd.path("log.csv")).unwrap(), csv);
+    wd.create("out.csv", "keep me");
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "out.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "out.csv: already exists; add --force",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(wd.path("out.csv")).unwrap(),
+        "keep me"
+    );
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "out.csv", "--force", "-q"])
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(wd.path("out.csv"))
+        .unwrap()
+        .starts_with("step,step_time"));
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "out.txt"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot tell the output format"));
+}
+
+#[test]
+fn strict_fails_on_unknown_devices_and_other_inputs_still_land() {
+    let wd = Workdir::new("enrich_strict");
+    let fixture = fixtures().join("runs.jsonl");
+    wd.mfu()
+        .arg("enrich")
+        .arg(&fixture)
+        .args(["-o", "out.csv", "--strict"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--strict: unknown device 'Acme Tensor Engine X9' for 5 rows",
+        ));
+    assert!(!wd.path("out.csv").exists());
+
+    // One bad input among good ones: the good ones are written, the exit code says something failed.
+    wd.create(
+        "good.csv",
+        "step,step_time,tokens,num_devices,flops_per_token\n1,1.0,100,1,1e9\n",
+    );
+    wd.create("bad.csv", "step,loss\n1,2\n");
+    wd.mfu()
+        .args(["enrich", "good.csv", "bad.csv", "-o", "both.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "mfu: error: bad.csv: no column for step_time",
+        ))
+        .stderr(predicate::str::contains("1 of 2 inputs enriched"));
+    assert_eq!(
+        csv_rows(&std::fs::read_to_string(wd.path("both.csv")).unwrap()).len(),
+        1
+    );
+    wd.mfu()
+        .args([
+            "enrich",
+            "good.csv",
+            "bad.csv",
+            "-o",
+            "none.csv",
+            "--fail-fast",
+        ])
+        .assert()
+        .code(1);
+    assert!(!wd.path("none.csv").exists());
+}
+
+#[test]
+fn missing_inputs_are_errors() {
+    let wd = Workdir::new("enrich_missing_inputs");
+    wd.mfu()
+        .args(["enrich", "nope.jsonl", "-o", "x.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "nope.jsonl: no such file or folder",
+        ));
+    std::fs::create_dir_all(wd.path("empty")).unwrap();
+    wd.mfu()
+        .args(["enrich", "empty", "-o", "x.csv"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("folder holds no logs"));
+    wd.mfu().args(["enrich", "x.jsonl"]).assert().code(2);
+}
+
+#[test]
+fn outputs_are_byte_identical_whatever_the_thread_count() {
+    let wd = Workdir::new("enrich_determinism");
+    for i in 0..6 {
+        let mut text =
+            String::from("step,step_time,tokens,num_devices,flops_per_token,device_name,dtype\n");
+        for s in 1..=50 {
+            text.push_str(&format!(
+                "{s},{:.3},{},8,4.2e10,{},bf16\n",
+                1.0 + (s * (i + 1)) as f64 * 0.001,
+                4096 * (i + 1),
+                ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "Acme X9"][i % 3]
+            ));
+        }
+        wd.create(&format!("in/run{i}.csv"), text);
+    }
+    for ext in ["parquet", "csv", "jsonl"] {
+        let mut outputs = Vec::new();
+        for jobs in ["1", "2", "8"] {
+            let name = format!("out-{jobs}.{ext}");
+            wd.mfu()
+                .args(["enrich", "in", "-o", &name, "--jobs", jobs, "-q"])
+                .assert()
+                .success();
+            outputs.push(std::fs::read(wd.path(&name)).unwrap());
+        }
+        assert!(
+            outputs.windows(2).all(|w| w[0] == w[1]),
+            "{ext} differs between --jobs 1, 2, 8"
+        );
+    }
+}
