@@ -13,7 +13,7 @@ use arrow::datatypes::{DataType as ArrowType, Field as ArrowRsField, Schema};
 use arrow::ffi::{from_ffi, to_ffi, FFI_ArrowArray, FFI_ArrowSchema};
 use polars::prelude::{CompatLevel, DataFrame, IntoColumn, PlSmallStr, Series};
 
-use crate::compute::{OUTPUT_COLUMNS, RESOLVED_DEVICE};
+use crate::compute::RESOLVED_DEVICE;
 use crate::enrich::{enrich_frame, EnrichError, EnrichOptions};
 
 /// Errors crossing between arrow-rs and polars.
@@ -36,8 +36,7 @@ pub fn enrich_record_batch(
     let frame = record_batch_to_frame(batch)?;
     let enriched = enrich_frame(frame, options)?;
     let schema = batch.schema();
-    let mut fields: Vec<ArrowRsField> =
-        Vec::with_capacity(batch.num_columns() + OUTPUT_COLUMNS.len());
+    let mut fields: Vec<ArrowRsField> = Vec::with_capacity(batch.num_columns() + 8);
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(fields.capacity());
     for (field, array) in schema.fields().iter().zip(batch.columns()) {
         let name = enriched
@@ -48,7 +47,7 @@ pub fn enrich_record_batch(
         fields.push(field.as_ref().clone().with_name(name));
         arrays.push(array.clone());
     }
-    for name in OUTPUT_COLUMNS {
+    for name in options.added_columns() {
         let series = enriched
             .frame
             .column(name)?
@@ -160,6 +159,7 @@ fn series_to_arrow_rs(series: &Series) -> Result<ArrayRef, BridgeError> {
 mod tests {
     use super::*;
     use crate::columns::ColumnOptions;
+    use crate::compute::OUTPUT_COLUMNS;
     use crate::peaks::{PeakTable, ResolveOptions, Resolver};
     use arrow::array::{Float64Array, Int64Array, StringArray};
 
@@ -170,6 +170,7 @@ mod tests {
                 PeakTable::builtin(),
                 ResolveOptions::default(),
             )),
+            recompute: crate::flops::Recompute::None,
         }
     }
 

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use std::collections::HashMap;
+
 use polars::prelude::*;
 
 /// A quantity the MFU computation reads.
@@ -22,10 +24,11 @@ pub enum Field {
     DeviceName,
     Dtype,
     FlopsPerToken,
+    SeqLen,
 }
 
 impl Field {
-    pub const ALL: [Field; 9] = [
+    pub const ALL: [Field; 10] = [
         Field::RunId,
         Field::Step,
         Field::StepTime,
@@ -35,6 +38,7 @@ impl Field {
         Field::DeviceName,
         Field::Dtype,
         Field::FlopsPerToken,
+        Field::SeqLen,
     ];
 
     /// The field's name, as `--map` takes it.
@@ -49,6 +53,7 @@ impl Field {
             Field::DeviceName => "device_name",
             Field::Dtype => "dtype",
             Field::FlopsPerToken => "flops_per_token",
+            Field::SeqLen => "seq_len",
         }
     }
 
@@ -103,6 +108,7 @@ impl Field {
             Field::DeviceName => &["device_name", "device", "gpu", "gpu_name", "accelerator"],
             Field::Dtype => &["dtype", "precision", "mixed_precision", "torch_dtype"],
             Field::FlopsPerToken => &["flops_per_token", "model_flops_per_token"],
+            Field::SeqLen => &["seq_len", "seq_length", "max_seq_len", "train_seq_len"],
         }
     }
 
@@ -124,6 +130,7 @@ impl Field {
             Field::NumDevices => Some("--num-devices"),
             Field::FlopsPerToken => Some("--flops-per-token"),
             Field::Tokens => Some("--tokens-per-step"),
+            Field::SeqLen => Some("--seq-len"),
             _ => None,
         }
     }
@@ -233,6 +240,8 @@ pub struct Constants {
     pub num_devices: Option<f64>,
     pub flops_per_token: Option<f64>,
     pub tokens_per_step: Option<f64>,
+    /// Sequence length, for FLOPs per token from a model configuration.
+    pub seq_len: Option<f64>,
 }
 
 impl Constants {
@@ -249,6 +258,7 @@ impl Constants {
             Field::NumDevices => self.num_devices,
             Field::FlopsPerToken => self.flops_per_token,
             Field::Tokens => self.tokens_per_step,
+            Field::SeqLen => self.seq_len,
             _ => None,
         }
     }
@@ -269,6 +279,15 @@ pub struct ColumnOptions {
     pub constants: Constants,
     /// `--override`: a constant wins over a column the file has, instead of being an error.
     pub allow_override: bool,
+    /// `--model-config`: FLOPs per token from a model configuration when the log has no such column.
+    pub model: Option<ModelFlops>,
+}
+
+/// FLOPs per token computed from a model configuration, per row's sequence length.
+#[derive(Debug, Clone)]
+pub struct ModelFlops {
+    pub config: crate::flops::ModelConfig,
+    pub attention: crate::flops::Attention,
 }
 
 /// Where one field's values come from.
@@ -280,6 +299,8 @@ pub enum FieldSource {
     },
     Text(String),
     Number(f64),
+    /// Computed from `--model-config` and the sequence length.
+    ModelConfig,
     Missing,
 }
 
@@ -293,6 +314,7 @@ impl fmt::Display for FieldSource {
             FieldSource::Column { name, unit: None } => write!(f, "column '{name}'"),
             FieldSource::Text(t) => write!(f, "constant '{t}'"),
             FieldSource::Number(n) => write!(f, "constant {n}"),
+            FieldSource::ModelConfig => write!(f, "--model-config"),
             FieldSource::Missing => write!(f, "missing"),
         }
     }
@@ -340,6 +362,8 @@ pub enum ColumnError {
         column: String,
         available: String,
     },
+    #[error("--model-config needs the sequence length: give --seq-len S, or a column named seq_len, seq_length, max_seq_len or train_seq_len")]
+    NoSeqLen,
     #[error("{flag} was given but the file has a {field} column '{column}': drop the flag, or add --override to use the constant")]
     ConstantShadowsColumn {
         field: Field,
@@ -448,6 +472,9 @@ pub fn map_columns(
                         .unwrap_or_else(|| TimeUnit::from_column_name(c))
                 }),
             },
+            (None, false) if field == Field::FlopsPerToken && options.model.is_some() => {
+                FieldSource::ModelConfig
+            }
             (None, false) if field.is_required() => {
                 return Err(ColumnError::Missing {
                     field,
@@ -463,7 +490,13 @@ pub fn map_columns(
         };
         sources.push((field, source));
     }
-    Ok(ColumnMapping { sources })
+    let mapping = ColumnMapping { sources };
+    if mapping.source(Field::FlopsPerToken) == &FieldSource::ModelConfig
+        && mapping.source(Field::SeqLen) == &FieldSource::Missing
+    {
+        return Err(ColumnError::NoSeqLen);
+    }
+    Ok(mapping)
 }
 
 /// Numeric values of one field for every row: seconds for durations.
@@ -523,8 +556,13 @@ pub struct FieldValues {
     pub non_numeric: Vec<(String, usize)>,
 }
 
-/// Extracts typed values from `df` following `mapping`.
-pub fn extract(df: &DataFrame, mapping: &ColumnMapping) -> PolarsResult<FieldValues> {
+/// Extracts typed values from `df` following `mapping`; `model` computes FLOPs per token when the mapping
+/// says they come from a model configuration.
+pub fn extract(
+    df: &DataFrame,
+    mapping: &ColumnMapping,
+    model: Option<&ModelFlops>,
+) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
     let mut numbers = |field: Field| -> PolarsResult<Numbers> {
         Ok(match mapping.source(field) {
@@ -538,14 +576,18 @@ pub fn extract(df: &DataFrame, mapping: &ColumnMapping) -> PolarsResult<FieldVal
             }
             FieldSource::Number(n) => Numbers::Constant(*n),
             FieldSource::Text(t) => Numbers::Constant(t.trim().parse().unwrap_or(f64::NAN)),
-            FieldSource::Missing => Numbers::Missing,
+            FieldSource::ModelConfig | FieldSource::Missing => Numbers::Missing,
         })
     };
     let step_time_s = numbers(Field::StepTime)?;
     let fwd_bwd_time_s = numbers(Field::FwdBwdTime)?;
     let tokens = numbers(Field::Tokens)?;
     let num_devices = numbers(Field::NumDevices)?;
-    let flops_per_token = numbers(Field::FlopsPerToken)?;
+    let mut flops_per_token = numbers(Field::FlopsPerToken)?;
+    if let (FieldSource::ModelConfig, Some(model)) = (mapping.source(Field::FlopsPerToken), model) {
+        let seq_len = numbers(Field::SeqLen)?;
+        flops_per_token = model_flops(model, &seq_len, df.height());
+    }
     let texts = |field: Field| -> PolarsResult<Texts> {
         Ok(match mapping.source(field) {
             FieldSource::Column { name, .. } => {
@@ -559,7 +601,7 @@ pub fn extract(df: &DataFrame, mapping: &ColumnMapping) -> PolarsResult<FieldVal
             }
             FieldSource::Text(t) => Texts::Constant(t.clone()),
             FieldSource::Number(n) => Texts::Constant(n.to_string()),
-            FieldSource::Missing => Texts::Missing,
+            FieldSource::ModelConfig | FieldSource::Missing => Texts::Missing,
         })
     };
     Ok(FieldValues {
@@ -573,6 +615,33 @@ pub fn extract(df: &DataFrame, mapping: &ColumnMapping) -> PolarsResult<FieldVal
         dtype: texts(Field::Dtype)?,
         non_numeric,
     })
+}
+
+/// FLOPs per token for each row's sequence length, computed once per distinct length. A length that is
+/// missing, not a positive integer, or that the configuration cannot be counted with gives null.
+fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers {
+    let mut cache: HashMap<u64, Option<f64>> = HashMap::new();
+    let mut per_len = |s: Option<f64>| -> Option<f64> {
+        let s = s.filter(|s| s.is_finite() && *s >= 1.0 && s.fract() == 0.0)? as u64;
+        *cache.entry(s).or_insert_with(|| {
+            crate::flops::flops_per_token(
+                &model.config,
+                s,
+                model.attention,
+                crate::flops::Recompute::None,
+            )
+            .ok()
+            .map(|b| b.flops_per_token)
+        })
+    };
+    match seq_len {
+        Numbers::Constant(s) => match per_len(Some(*s)) {
+            Some(f) => Numbers::Constant(f),
+            None => Numbers::Missing,
+        },
+        Numbers::Column(v) => Numbers::Column(v.iter().map(|s| per_len(*s)).collect()),
+        Numbers::Missing => Numbers::Column(vec![None; height]),
+    }
 }
 
 /// A list column (a JSON array of device names, one per rank) as `;`-joined text, the list form the
@@ -838,7 +907,7 @@ mod tests {
         o.constants.num_devices = Some(2.0);
         o.constants.flops_per_token = Some(6.0);
         let m = map_columns(&["step_time_ms", "tokens"], &o).unwrap();
-        let v = extract(&df, &m).unwrap();
+        let v = extract(&df, &m, None).unwrap();
         assert_eq!(v.step_time_s.get(0), Some(1.5));
         assert_eq!(v.step_time_s.get(1), None);
         assert_eq!(v.step_time_s.get(3), Some(0.25));

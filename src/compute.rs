@@ -19,6 +19,15 @@ pub const ACHIEVED_FLOPS_PER_DEVICE: &str = "achieved_flops_per_device";
 pub const MFU_WALL_CLOCK: &str = "mfu_wall_clock";
 pub const MFU_FWD_BWD: &str = "mfu_fwd_bwd";
 
+/// Hardware FLOPs utilization, added with `--recompute full`: the MFU columns x 4/3, since full activation
+/// recomputation runs the forward pass twice.
+pub const HFU_WALL_CLOCK: &str = "hfu_wall_clock";
+pub const HFU_FWD_BWD: &str = "hfu_fwd_bwd";
+pub const HFU_COLUMNS: [&str; 2] = [HFU_WALL_CLOCK, HFU_FWD_BWD];
+
+/// Hardware FLOPs per model FLOP with full activation recomputation.
+pub const FULL_RECOMPUTE_FACTOR: f64 = 4.0 / 3.0;
+
 pub const OUTPUT_COLUMNS: [&str; 6] = [
     RESOLVED_DEVICE,
     PEAK_FLOPS_PER_DEVICE,
@@ -58,6 +67,20 @@ pub const COLUMN_DEFINITIONS: [(&str, &str, &str); 6] = [
     ),
 ];
 
+/// Unit and definition of the HFU columns, for the Parquet metadata when they are written.
+pub const HFU_DEFINITIONS: [(&str, &str, &str); 2] = [
+    (
+        HFU_WALL_CLOCK,
+        "fraction",
+        "mfu_wall_clock x 4/3: hardware FLOPs with full activation recomputation",
+    ),
+    (
+        HFU_FWD_BWD,
+        "fraction",
+        "mfu_fwd_bwd x 4/3: hardware FLOPs with full activation recomputation",
+    ),
+];
+
 /// What the computation saw in one frame, for the end-of-run report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ComputeStats {
@@ -94,8 +117,8 @@ fn count(v: Option<f64>) -> Option<f64> {
 /// A distinct (device, precision) pair as the rows spell it.
 type PairKey<'a> = (Option<&'a str>, Option<&'a str>);
 
-/// Computes the added columns for `values` against `resolver`.
-pub fn compute(values: &FieldValues, resolver: &Resolver) -> Computed {
+/// Computes the added columns for `values` against `resolver`; with `hfu`, also the two HFU columns.
+pub fn compute(values: &FieldValues, resolver: &Resolver, hfu: bool) -> Computed {
     let n = values.height;
     let mut stats = ComputeStats {
         rows: n,
@@ -199,7 +222,20 @@ pub fn compute(values: &FieldValues, resolver: &Resolver) -> Computed {
     }
 
     let f64_column = |name: &str, v: Vec<Option<f64>>| Series::new(name.into(), v).into_column();
-    let columns = vec![
+    let scaled = |v: &[Option<f64>]| -> Vec<Option<f64>> {
+        v.iter()
+            .map(|m| m.map(|m| m * FULL_RECOMPUTE_FACTOR))
+            .collect()
+    };
+    let hfu_columns = if hfu {
+        vec![
+            f64_column(HFU_WALL_CLOCK, scaled(&mfu_col)),
+            f64_column(HFU_FWD_BWD, scaled(&mfu_fb_col)),
+        ]
+    } else {
+        Vec::new()
+    };
+    let mut columns = vec![
         Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
         f64_column(PEAK_FLOPS_PER_DEVICE, peak_col),
         f64_column(TOKENS_PER_SECOND, tps_col),
@@ -207,5 +243,6 @@ pub fn compute(values: &FieldValues, resolver: &Resolver) -> Computed {
         f64_column(MFU_WALL_CLOCK, mfu_col),
         f64_column(MFU_FWD_BWD, mfu_fb_col),
     ];
+    columns.extend(hfu_columns);
     Computed { columns, stats }
 }

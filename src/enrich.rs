@@ -9,7 +9,10 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::columns::{extract, map_columns, ColumnError, ColumnMapping, ColumnOptions};
-use crate::compute::{compute, ComputeStats, COLUMN_DEFINITIONS, OUTPUT_COLUMNS};
+use crate::compute::{
+    compute, ComputeStats, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS, OUTPUT_COLUMNS,
+};
+use crate::flops::Recompute;
 use crate::peaks::Resolver;
 use crate::write::Metadata;
 
@@ -21,6 +24,24 @@ pub const SOURCE_FILE: &str = "source_file";
 pub struct EnrichOptions {
     pub columns: ColumnOptions,
     pub resolver: Arc<Resolver>,
+    /// With [`Recompute::Full`], the HFU columns are added after the six.
+    pub recompute: Recompute,
+}
+
+impl EnrichOptions {
+    /// The names of the columns this run adds, in order.
+    pub fn added_columns(&self) -> Vec<&'static str> {
+        let mut names = OUTPUT_COLUMNS.to_vec();
+        if self.recompute == Recompute::Full {
+            names.extend(HFU_COLUMNS);
+        }
+        names
+    }
+}
+
+/// Whether `name` is one of the columns mfu adds.
+pub fn is_added_column(name: &str) -> bool {
+    OUTPUT_COLUMNS.contains(&name) || HFU_COLUMNS.contains(&name)
 }
 
 /// An enriched table and what was seen making it.
@@ -63,13 +84,17 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     }
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let mapping = map_columns(&name_refs, &options.columns)?;
-    let values = extract(&df, &mapping)?;
-    let computed = compute(&values, &options.resolver);
+    let values = extract(&df, &mapping, options.columns.model.as_ref())?;
+    let computed = compute(
+        &values,
+        &options.resolver,
+        options.recompute == Recompute::Full,
+    );
     let non_numeric = values.non_numeric;
 
     // A log may carry a column with one of our names (a trainer's own tokens_per_second): keep it, renamed.
     let mut renamed = Vec::new();
-    for taken in OUTPUT_COLUMNS {
+    for taken in options.added_columns() {
         if names.iter().any(|n| n == taken) {
             let mut new = format!("{taken}_input");
             let mut k = 2;
@@ -93,9 +118,16 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
 
 /// The Parquet key-value metadata of an output: tool version, peak-table hash, and each added column's unit
 /// and definition (JSON).
-pub fn output_metadata(resolver: &Resolver) -> Metadata {
+pub fn output_metadata(options: &EnrichOptions) -> Metadata {
+    let resolver = &options.resolver;
+    let hfu: &[(&str, &str, &str)] = if options.recompute == Recompute::Full {
+        &HFU_DEFINITIONS
+    } else {
+        &[]
+    };
     let columns: serde_json::Map<String, serde_json::Value> = COLUMN_DEFINITIONS
         .iter()
+        .chain(hfu)
         .map(|(name, unit, definition)| {
             (
                 name.to_string(),
@@ -132,7 +164,7 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
     for (_, df) in &parts {
         for col in df.columns() {
             let name = col.name();
-            if OUTPUT_COLUMNS.contains(&name.as_str()) {
+            if is_added_column(name.as_str()) {
                 continue;
             }
             match order.iter().position(|n| n == name) {
@@ -164,8 +196,10 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
             ),
             height,
         ));
-        for name in OUTPUT_COLUMNS {
-            columns.push(df.column(name)?.clone());
+        for name in OUTPUT_COLUMNS.iter().chain(&HFU_COLUMNS) {
+            if let Ok(c) = df.column(name) {
+                columns.push(c.clone());
+            }
         }
         let part = DataFrame::new(height, columns)?;
         match &mut out {
@@ -204,6 +238,7 @@ mod tests {
                 PeakTable::builtin(),
                 ResolveOptions::default(),
             )),
+            recompute: Recompute::None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod arrow_bridge;
 pub mod columns;
 pub mod compute;
 pub mod enrich;
+pub mod flops;
 pub mod peaks;
 pub mod read;
 pub mod write;

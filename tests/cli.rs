@@ -5,4 +5,5 @@ mod util;
 mod cmd_enrich;
 mod cmd_lookup;
 mod cmd_peaks;
+mod flops;
 mod peak_table;

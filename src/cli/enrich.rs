@@ -14,13 +14,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
-use mfu::columns::{ColumnOptions, Constants, Field, TimeUnit};
+use mfu::columns::{ColumnOptions, Constants, Field, ModelFlops, TimeUnit};
 use mfu::enrich::{combine, enrich_frame, output_metadata, EnrichOptions};
+use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
 use mfu::read::{expand_inputs, read_input, Input, InputFormat};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
-use super::PeakTableArgs;
+use super::{AttentionArg, PeakTableArgs, RecomputeArg};
 
 /// Add throughput and MFU columns to training logs.
 ///
@@ -94,6 +95,24 @@ pub struct EnrichArgs {
     /// Tokens per optimizer step (all devices together) for every row.
     #[arg(long, value_name = "T", value_parser = parse_positive)]
     pub tokens_per_step: Option<f64>,
+
+    /// Compute flops_per_token from this model config.json when the log has no such column (needs
+    /// --seq-len or a seq_len column). See `mfu flops` for the convention.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+
+    /// Training sequence length, for --model-config.
+    #[arg(long, value_name = "S", value_parser = parse_positive)]
+    pub seq_len: Option<f64>,
+
+    /// How attention FLOPs are counted with --model-config.
+    #[arg(long, value_enum, default_value_t = AttentionArg::Full)]
+    pub attention: AttentionArg,
+
+    /// With `full`, also write hfu_wall_clock and hfu_fwd_bwd (MFU x 4/3: hardware FLOPs under full
+    /// activation recomputation).
+    #[arg(long, value_enum, default_value_t = RecomputeArg::None)]
+    pub recompute: RecomputeArg,
 
     /// Let --device, --dtype, --num-devices, --flops-per-token and --tokens-per-step replace a column the
     /// file has (otherwise that is an error).
@@ -231,12 +250,15 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
                 num_devices: args.num_devices,
                 flops_per_token: args.flops_per_token,
                 tokens_per_step: args.tokens_per_step,
+                seq_len: args.seq_len,
             },
             allow_override: args.override_columns,
+            model: model_flops(args)?,
         },
-        resolver: resolver.clone(),
+        resolver,
+        recompute: args.recompute.into(),
     };
-    let metadata = output_metadata(&resolver);
+    let metadata = output_metadata(&options);
 
     let progress = progress_bar(inputs.len(), args.quiet);
     let started = Instant::now();
@@ -349,6 +371,24 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Reads --model-config and checks it can be counted, before any log is read.
+fn model_flops(args: &EnrichArgs) -> anyhow::Result<Option<ModelFlops>> {
+    let Some(path) = &args.model_config else {
+        return Ok(None);
+    };
+    let config = ModelConfig::from_file(path)?;
+    mfu::flops::flops_per_token(
+        &config,
+        args.seq_len.map_or(1, |s| s as u64).max(1),
+        args.attention.into(),
+        args.recompute.into(),
+    )?;
+    Ok(Some(ModelFlops {
+        config,
+        attention: args.attention.into(),
+    }))
 }
 
 fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::ComputeStats) {

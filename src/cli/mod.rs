@@ -2,6 +2,7 @@
 //! help text) and a `run` that calls the library. Nothing below this module touches clap.
 
 mod enrich;
+mod flops;
 mod lookup;
 mod peaks;
 
@@ -27,7 +28,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    Enrich(enrich::EnrichArgs),
+    Enrich(Box<enrich::EnrichArgs>),
+    Flops(flops::FlopsArgs),
     Peaks(peaks::PeaksArgs),
     Lookup(lookup::LookupArgs),
 }
@@ -36,6 +38,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Enrich(args) => enrich::run(&args),
+        Command::Flops(args) => flops::run(&args),
         Command::Peaks(args) => peaks::run(&args),
         Command::Lookup(args) => lookup::run(&args),
     }
@@ -81,6 +84,41 @@ fn parse_positive_flops(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("'{s}' must be a positive number of FLOP/s"))
+    }
+}
+
+/// How attention score FLOPs are counted (`--attention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AttentionArg {
+    /// Every query against every key (PaLM, nanoGPT).
+    Full,
+    /// Only the causal half.
+    Causal,
+}
+
+impl From<AttentionArg> for mfu::flops::Attention {
+    fn from(a: AttentionArg) -> Self {
+        match a {
+            AttentionArg::Full => mfu::flops::Attention::Full,
+            AttentionArg::Causal => mfu::flops::Attention::Causal,
+        }
+    }
+}
+
+/// Activation recomputation (`--recompute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecomputeArg {
+    None,
+    /// Full activation recomputation: hardware FLOPs are 4/3 of model FLOPs.
+    Full,
+}
+
+impl From<RecomputeArg> for mfu::flops::Recompute {
+    fn from(r: RecomputeArg) -> Self {
+        match r {
+            RecomputeArg::None => mfu::flops::Recompute::None,
+            RecomputeArg::Full => mfu::flops::Recompute::Full,
+        }
     }
 }
 
