@@ -171,6 +171,7 @@ mod tests {
                 ResolveOptions::default(),
             )),
             recompute: crate::flops::Recompute::None,
+            logged_peak_flops: None,
         }
     }
 

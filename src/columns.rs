@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
+use crate::values::{parse_cell, CellNumber, NotANumber};
+
 /// A quantity the MFU computation reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Field {
@@ -25,10 +27,11 @@ pub enum Field {
     Dtype,
     FlopsPerToken,
     SeqLen,
+    LoggedMfu,
 }
 
 impl Field {
-    pub const ALL: [Field; 10] = [
+    pub const ALL: [Field; 11] = [
         Field::RunId,
         Field::Step,
         Field::StepTime,
@@ -39,6 +42,7 @@ impl Field {
         Field::Dtype,
         Field::FlopsPerToken,
         Field::SeqLen,
+        Field::LoggedMfu,
     ];
 
     /// The field's name, as `--map` takes it.
@@ -54,6 +58,7 @@ impl Field {
             Field::Dtype => "dtype",
             Field::FlopsPerToken => "flops_per_token",
             Field::SeqLen => "seq_len",
+            Field::LoggedMfu => "logged_mfu",
         }
     }
 
@@ -82,6 +87,7 @@ impl Field {
                 "end_to_end(s)",
                 "timing_s/step",
                 "dt",
+                "run_mean_step_time_s",
             ],
             Field::FwdBwdTime => &[
                 "fwd_bwd_time",
@@ -109,6 +115,41 @@ impl Field {
             Field::Dtype => &["dtype", "precision", "mixed_precision", "torch_dtype"],
             Field::FlopsPerToken => &["flops_per_token", "model_flops_per_token"],
             Field::SeqLen => &["seq_len", "seq_length", "max_seq_len", "train_seq_len"],
+            // After prefix dropping, perf/mfu_wall_clock and throughput/device/mfu read as these.
+            Field::LoggedMfu => &[
+                "mfu",
+                "mfu(%)",
+                "mfu_wall_clock",
+                "mfu_fwd_bwd",
+                "device/mfu",
+            ],
+        }
+    }
+
+    /// Names of running totals that stand for this field when no per-step column exists; they are
+    /// differenced into per-step values.
+    pub fn cumulative_aliases(self) -> &'static [&'static str] {
+        match self {
+            Field::StepTime => &[
+                "elapsed_time",
+                "train_runtime",
+                "_runtime",
+                "train_time",
+                "cumulative_time",
+                "total_time",
+                "time_elapsed",
+                "wall_time",
+                "wall time",
+            ],
+            Field::Tokens => &[
+                "num_input_tokens_seen",
+                "num_tokens",
+                "total_tokens",
+                "tokens_seen",
+                "consumed_tokens",
+                "cumulative_tokens",
+            ],
+            _ => &[],
         }
     }
 
@@ -279,8 +320,13 @@ pub struct ColumnOptions {
     pub constants: Constants,
     /// `--override`: a constant wins over a column the file has, instead of being an error.
     pub allow_override: bool,
+    /// `--cumulative FIELD`: the column of these fields is a running total, whatever its name.
+    pub cumulative: Vec<Field>,
     /// `--model-config`: FLOPs per token from a model configuration when the log has no such column.
     pub model: Option<ModelFlops>,
+    /// A missing step time gives null throughput (with a warning) instead of an error: for trainer shapes
+    /// that may not time steps at all.
+    pub timing_optional: bool,
 }
 
 /// FLOPs per token computed from a model configuration, per row's sequence length.
@@ -296,6 +342,8 @@ pub enum FieldSource {
     Column {
         name: String,
         unit: Option<TimeUnit>,
+        /// A running total (elapsed time, tokens seen), differenced into per-step values.
+        cumulative: bool,
     },
     Text(String),
     Number(f64),
@@ -309,9 +357,17 @@ impl fmt::Display for FieldSource {
         match self {
             FieldSource::Column {
                 name,
-                unit: Some(u),
-            } => write!(f, "column '{name}' ({})", u.as_str()),
-            FieldSource::Column { name, unit: None } => write!(f, "column '{name}'"),
+                unit,
+                cumulative,
+            } => {
+                write!(f, "column '{name}'")?;
+                match (unit, cumulative) {
+                    (Some(u), true) => write!(f, " ({}, cumulative)", u.as_str()),
+                    (Some(u), false) => write!(f, " ({})", u.as_str()),
+                    (None, true) => write!(f, " (cumulative)"),
+                    (None, false) => Ok(()),
+                }
+            }
             FieldSource::Text(t) => write!(f, "constant '{t}'"),
             FieldSource::Number(n) => write!(f, "constant {n}"),
             FieldSource::ModelConfig => write!(f, "--model-config"),
@@ -389,20 +445,24 @@ fn strip_prefix(name: &str) -> String {
 /// (prefix-kept) match beats a prefix-dropped one.
 /// For a duration, a name with its unit suffix dropped also counts (`fwd_bwd_time_ms` is `fwd_bwd_time`).
 fn find_column<'a>(field: Field, columns: &[&'a str]) -> Option<&'a str> {
+    find_by_aliases(field.aliases(), field.is_time(), columns)
+}
+
+fn find_by_aliases<'a>(aliases: &[&str], is_time: bool, columns: &[&'a str]) -> Option<&'a str> {
     let lowered: Vec<String> = columns
         .iter()
         .map(|c| c.trim().to_ascii_lowercase())
         .collect();
     let stripped: Vec<String> = columns.iter().map(|c| strip_prefix(c)).collect();
     let mut candidates = vec![lowered, stripped];
-    if field.is_time() {
+    if is_time {
         let without_unit: Vec<Vec<String>> = candidates
             .iter()
             .map(|names| names.iter().map(|n| strip_unit(n).to_string()).collect())
             .collect();
         candidates.extend(without_unit);
     }
-    for alias in field.aliases() {
+    for alias in aliases {
         for names in &candidates {
             if let Some(i) = names.iter().position(|c| c == alias) {
                 return Some(columns[i]);
@@ -447,6 +507,17 @@ pub fn map_columns(
             },
             None => find_column(field, columns),
         };
+        let (column, found_cumulative) = match column {
+            Some(c) => (Some(c), false),
+            None if mapped.is_none() => {
+                match find_by_aliases(field.cumulative_aliases(), field.is_time(), columns) {
+                    Some(c) => (Some(c), true),
+                    None => (None, false),
+                }
+            }
+            None => (None, false),
+        };
+        let cumulative = found_cumulative || options.cumulative.contains(&field);
         let constant = options.constants.has(field);
         let source = match (column, constant) {
             (Some(c), true) if !options.allow_override => {
@@ -466,6 +537,7 @@ pub fn map_columns(
             },
             (Some(c), false) => FieldSource::Column {
                 name: c.to_string(),
+                cumulative,
                 unit: field.is_time().then(|| {
                     options
                         .time_unit
@@ -474,6 +546,9 @@ pub fn map_columns(
             },
             (None, false) if field == Field::FlopsPerToken && options.model.is_some() => {
                 FieldSource::ModelConfig
+            }
+            (None, false) if field == Field::StepTime && options.timing_optional => {
+                FieldSource::Missing
             }
             (None, false) if field.is_required() => {
                 return Err(ColumnError::Missing {
@@ -552,6 +627,8 @@ pub struct FieldValues {
     pub flops_per_token: Numbers,
     pub device: Texts,
     pub dtype: Texts,
+    /// The log's own MFU as a fraction (a column named as a percentage is divided by 100).
+    pub logged_mfu: Numbers,
     /// Cells of numeric fields that held text that is not a number, per column name.
     pub non_numeric: Vec<(String, usize)>,
 }
@@ -564,15 +641,25 @@ pub fn extract(
     model: Option<&ModelFlops>,
 ) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
+    let mut order: Option<(Vec<Option<f64>>, Vec<u32>)> = None;
     let mut numbers = |field: Field| -> PolarsResult<Numbers> {
         Ok(match mapping.source(field) {
-            FieldSource::Column { name, unit } => {
+            FieldSource::Column {
+                name,
+                unit,
+                cumulative,
+            } => {
                 let scale = unit.map_or(1.0, TimeUnit::to_seconds);
-                let (values, bad) = numeric_values(df.column(name)?, scale)?;
+                let (values, bad) = numeric_values(df.column(name)?, scale, unit.is_some())?;
                 if bad > 0 {
                     non_numeric.push((name.clone(), bad));
                 }
-                Numbers::Column(values)
+                if *cumulative {
+                    let (steps, runs) = order.get_or_insert_with(|| step_order(df, mapping));
+                    Numbers::Column(per_step_differences(&values, steps, runs))
+                } else {
+                    Numbers::Column(values)
+                }
             }
             FieldSource::Number(n) => Numbers::Constant(*n),
             FieldSource::Text(t) => Numbers::Constant(t.trim().parse().unwrap_or(f64::NAN)),
@@ -587,6 +674,14 @@ pub fn extract(
     if let (FieldSource::ModelConfig, Some(model)) = (mapping.source(Field::FlopsPerToken), model) {
         let seq_len = numbers(Field::SeqLen)?;
         flops_per_token = model_flops(model, &seq_len, df.height());
+    }
+    let mut logged_mfu = numbers(Field::LoggedMfu)?;
+    if let (FieldSource::Column { name, .. }, Numbers::Column(v)) =
+        (mapping.source(Field::LoggedMfu), &mut logged_mfu)
+    {
+        if names_a_percentage(name) {
+            v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0));
+        }
     }
     let texts = |field: Field| -> PolarsResult<Texts> {
         Ok(match mapping.source(field) {
@@ -613,6 +708,7 @@ pub fn extract(
         flops_per_token,
         device: texts(Field::DeviceName)?,
         dtype: texts(Field::Dtype)?,
+        logged_mfu,
         non_numeric,
     })
 }
@@ -664,8 +760,13 @@ fn join_lists(col: &Column) -> PolarsResult<StringChunked> {
     ))
 }
 
-/// A column as f64 values times `scale`, with the count of text cells that were not numbers.
-fn numeric_values(col: &Column, scale: f64) -> PolarsResult<(Vec<Option<f64>>, usize)> {
+/// A column as f64 values times `scale`, with the count of text cells that were not numbers. For a
+/// duration (`is_time`), a cell that names its own unit (`2950ms`, `0:01:05`) is read in that unit.
+fn numeric_values(
+    col: &Column,
+    scale: f64,
+    is_time: bool,
+) -> PolarsResult<(Vec<Option<f64>>, usize)> {
     let scaled = |v: f64| v * scale;
     match col.dtype() {
         DataType::String => {
@@ -673,14 +774,18 @@ fn numeric_values(col: &Column, scale: f64) -> PolarsResult<(Vec<Option<f64>>, u
             let values = col
                 .str()?
                 .iter()
-                .map(|cell| {
-                    let cell = cell?;
-                    match parse_number(cell) {
-                        Ok(v) => v.map(scaled),
-                        Err(NotANumber) => {
-                            bad += 1;
-                            None
-                        }
+                .map(|cell| match parse_cell(cell?) {
+                    Ok(None) => None,
+                    Ok(Some(CellNumber {
+                        value,
+                        seconds_per_unit,
+                    })) => match seconds_per_unit {
+                        Some(f) if is_time => Some(value * f),
+                        _ => Some(scaled(value)),
+                    },
+                    Err(NotANumber) => {
+                        bad += 1;
+                        None
                     }
                 })
                 .collect();
@@ -694,22 +799,75 @@ fn numeric_values(col: &Column, scale: f64) -> PolarsResult<(Vec<Option<f64>>, u
     }
 }
 
-/// A text cell that is not a number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotANumber;
+/// `mfu(%)`, `mfu_pct`, `mfu_percent`: the values are percentages.
+fn names_a_percentage(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains('%') || n.ends_with("pct") || n.contains("percent")
+}
 
-/// Reads a number written as text. Empty, "nan" and "null" are null (`Ok(None)`); anything else that is
-/// not a number is an error.
-pub fn parse_number(cell: &str) -> Result<Option<f64>, NotANumber> {
-    let t = cell.trim();
-    if t.is_empty()
-        || t.eq_ignore_ascii_case("nan")
-        || t.eq_ignore_ascii_case("null")
-        || t.eq_ignore_ascii_case("none")
-    {
-        return Ok(None);
+/// Each row's step (the row's position when the log has no step column) and run (an index per distinct
+/// run_id; one run when there is none), for differencing counters.
+fn step_order(df: &DataFrame, mapping: &ColumnMapping) -> (Vec<Option<f64>>, Vec<u32>) {
+    let n = df.height();
+    let steps = match mapping.source(Field::Step) {
+        FieldSource::Column { name, .. } => df
+            .column(name)
+            .ok()
+            .and_then(|c| numeric_values(c, 1.0, false).ok())
+            .map(|(v, _)| v),
+        _ => None,
     }
-    t.parse::<f64>().map(Some).map_err(|_| NotANumber)
+    .unwrap_or_else(|| (1..=n).map(|i| Some(i as f64)).collect());
+    let runs = match mapping.source(Field::RunId) {
+        FieldSource::Column { name, .. } => {
+            match df.column(name).and_then(|c| c.cast(&DataType::String)) {
+                Ok(c) => {
+                    let mut ids: HashMap<Option<String>, u32> = HashMap::new();
+                    let ca = c.str().expect("cast to String").clone();
+                    ca.iter()
+                        .map(|r| {
+                            let next = ids.len() as u32;
+                            *ids.entry(r.map(str::to_string)).or_insert(next)
+                        })
+                        .collect()
+                }
+                Err(_) => vec![0; n],
+            }
+        }
+        _ => vec![0; n],
+    };
+    (steps, runs)
+}
+
+/// Turns a cumulative counter into per-step values, run by run in file order: each row gets
+/// (value - previous value) / (step - previous step), the mean per step over the interval it closes. The
+/// first row of a run has no interval (null). A counter or step that goes down starts a new segment (a
+/// resumed or restarted run), whose first row is null too; a repeated step is null.
+pub fn per_step_differences(
+    values: &[Option<f64>],
+    steps: &[Option<f64>],
+    runs: &[u32],
+) -> Vec<Option<f64>> {
+    let mut out = vec![None; values.len()];
+    // Last (value, step) seen per run.
+    let mut previous: HashMap<u32, (f64, f64)> = HashMap::new();
+    for (row, value) in values.iter().enumerate() {
+        let (Some(v), Some(step)) = (*value, steps[row]) else {
+            continue;
+        };
+        if !(v.is_finite() && step.is_finite()) {
+            continue;
+        }
+        match previous.get(&runs[row]) {
+            Some(&(pv, ps)) if v >= pv && step > ps => {
+                out[row] = Some((v - pv) / (step - ps));
+            }
+            Some(&(_, ps)) if step == ps => continue,
+            _ => {}
+        }
+        previous.insert(runs[row], (v, step));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -737,21 +895,24 @@ mod tests {
             m.source(Field::Step),
             &FieldSource::Column {
                 name: "train/global_step".into(),
-                unit: None
+                unit: None,
+                cumulative: false
             }
         );
         assert_eq!(
             m.source(Field::StepTime),
             &FieldSource::Column {
                 name: "perf/step_time_ms".into(),
-                unit: Some(TimeUnit::Milliseconds)
+                unit: Some(TimeUnit::Milliseconds),
+                cumulative: false
             }
         );
         assert_eq!(
             m.source(Field::Tokens),
             &FieldSource::Column {
                 name: "throughput/ntokens".into(),
-                unit: None
+                unit: None,
+                cumulative: false
             }
         );
         assert_eq!(m.source(Field::FwdBwdTime), &FieldSource::Missing);
@@ -772,14 +933,16 @@ mod tests {
             m.source(Field::FwdBwdTime),
             &FieldSource::Column {
                 name: "fwd_bwd_time_ms".into(),
-                unit: Some(TimeUnit::Milliseconds)
+                unit: Some(TimeUnit::Milliseconds),
+                cumulative: false
             }
         );
         assert_eq!(
             m.source(Field::StepTime),
             &FieldSource::Column {
                 name: "iteration_time (us)".into(),
-                unit: Some(TimeUnit::Microseconds)
+                unit: Some(TimeUnit::Microseconds),
+                cumulative: false
             }
         );
     }
@@ -818,7 +981,8 @@ mod tests {
             m.source(Field::StepTime),
             &FieldSource::Column {
                 name: "step_time_s".into(),
-                unit: Some(TimeUnit::Seconds)
+                unit: Some(TimeUnit::Seconds),
+                cumulative: false
             }
         );
     }
@@ -877,7 +1041,8 @@ mod tests {
             m.source(Field::StepTime),
             &FieldSource::Column {
                 name: "my_time".into(),
-                unit: Some(TimeUnit::Milliseconds)
+                unit: Some(TimeUnit::Milliseconds),
+                cumulative: false
             }
         );
         o.map[0].1 = "nope".into();
@@ -888,12 +1053,47 @@ mod tests {
     }
 
     #[test]
-    fn parse_number_nulls_and_errors() {
-        assert_eq!(parse_number(" 1.5 "), Ok(Some(1.5)));
-        assert_eq!(parse_number("NaN"), Ok(None));
-        assert_eq!(parse_number(""), Ok(None));
-        assert_eq!(parse_number("abc"), Err(NotANumber));
-        assert_eq!(parse_number("-inf"), Ok(Some(f64::NEG_INFINITY)));
+    fn cumulative_counters_become_per_step_means() {
+        let values = [
+            Some(0.0),
+            Some(10.0),
+            Some(30.0),
+            Some(5.0),
+            Some(8.0),
+            None,
+            Some(20.0),
+        ];
+        let steps = [
+            Some(1.0),
+            Some(2.0),
+            Some(4.0),
+            Some(1.0),
+            Some(2.0),
+            Some(3.0),
+            Some(4.0),
+        ];
+        let runs = [0, 0, 0, 0, 0, 0, 0];
+        let got = per_step_differences(&values, &steps, &runs);
+        // Logged every 2 steps at row 2: the interval's 20 is 10 per step. The drop at row 3 restarts.
+        assert_eq!(
+            got,
+            vec![
+                None,
+                Some(10.0),
+                Some(10.0),
+                None,
+                Some(3.0),
+                None,
+                Some(6.0)
+            ]
+        );
+        // Runs are separate; a repeated step has no interval.
+        let got = per_step_differences(
+            &[Some(1.0), Some(100.0), Some(3.0), Some(3.0), Some(150.0)],
+            &[Some(1.0), Some(1.0), Some(2.0), Some(2.0), Some(2.0)],
+            &[0, 1, 0, 0, 1],
+        );
+        assert_eq!(got, vec![None, None, Some(2.0), None, Some(50.0)]);
     }
 
     #[test]

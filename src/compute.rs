@@ -25,6 +25,9 @@ pub const HFU_WALL_CLOCK: &str = "hfu_wall_clock";
 pub const HFU_FWD_BWD: &str = "hfu_fwd_bwd";
 pub const HFU_COLUMNS: [&str; 2] = [HFU_WALL_CLOCK, HFU_FWD_BWD];
 
+/// The log's own MFU re-based on the right peak: `logged MFU x --logged-peak-flops / peak_flops_per_device`.
+pub const MFU_LOGGED_CORRECTED: &str = "mfu_logged_corrected";
+
 /// Hardware FLOPs per model FLOP with full activation recomputation.
 pub const FULL_RECOMPUTE_FACTOR: f64 = 4.0 / 3.0;
 
@@ -81,6 +84,22 @@ pub const HFU_DEFINITIONS: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// Optional columns beyond the six.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Extras {
+    /// Add the HFU columns.
+    pub hfu: bool,
+    /// Add `mfu_logged_corrected`, re-basing the log's MFU computed against this peak.
+    pub logged_peak_flops: Option<f64>,
+}
+
+/// Unit and definition of `mfu_logged_corrected`.
+pub const LOGGED_DEFINITION: (&str, &str, &str) = (
+    MFU_LOGGED_CORRECTED,
+    "fraction",
+    "the log's own MFU x --logged-peak-flops / peak_flops_per_device: the trainer's figure against the right peak",
+);
+
 /// What the computation saw in one frame, for the end-of-run report.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ComputeStats {
@@ -117,8 +136,8 @@ fn count(v: Option<f64>) -> Option<f64> {
 /// A distinct (device, precision) pair as the rows spell it.
 type PairKey<'a> = (Option<&'a str>, Option<&'a str>);
 
-/// Computes the added columns for `values` against `resolver`; with `hfu`, also the two HFU columns.
-pub fn compute(values: &FieldValues, resolver: &Resolver, hfu: bool) -> Computed {
+/// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
+pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
     let n = values.height;
     let mut stats = ComputeStats {
         rows: n,
@@ -227,7 +246,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, hfu: bool) -> Computed
             .map(|m| m.map(|m| m * FULL_RECOMPUTE_FACTOR))
             .collect()
     };
-    let hfu_columns = if hfu {
+    let mut extra_columns = if extras.hfu {
         vec![
             f64_column(HFU_WALL_CLOCK, scaled(&mfu_col)),
             f64_column(HFU_FWD_BWD, scaled(&mfu_fb_col)),
@@ -237,12 +256,23 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, hfu: bool) -> Computed
     };
     let mut columns = vec![
         Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
-        f64_column(PEAK_FLOPS_PER_DEVICE, peak_col),
+        f64_column(PEAK_FLOPS_PER_DEVICE, peak_col.clone()),
         f64_column(TOKENS_PER_SECOND, tps_col),
         f64_column(ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
         f64_column(MFU_WALL_CLOCK, mfu_col),
         f64_column(MFU_FWD_BWD, mfu_fb_col),
     ];
-    columns.extend(hfu_columns);
+    if let Some(logged_peak) = extras.logged_peak_flops {
+        let corrected: Vec<Option<f64>> = peak_col
+            .iter()
+            .enumerate()
+            .map(|(row, peak)| match (values.logged_mfu.get(row), peak) {
+                (Some(m), Some(p)) if m.is_finite() => Some(m * logged_peak / p),
+                _ => None,
+            })
+            .collect();
+        extra_columns.push(f64_column(MFU_LOGGED_CORRECTED, corrected));
+    }
+    columns.extend(extra_columns);
     Computed { columns, stats }
 }

@@ -10,7 +10,8 @@ use polars::prelude::*;
 
 use crate::columns::{extract, map_columns, ColumnError, ColumnMapping, ColumnOptions};
 use crate::compute::{
-    compute, ComputeStats, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS, OUTPUT_COLUMNS,
+    compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
+    LOGGED_DEFINITION, MFU_LOGGED_CORRECTED, OUTPUT_COLUMNS,
 };
 use crate::flops::Recompute;
 use crate::peaks::Resolver;
@@ -26,6 +27,8 @@ pub struct EnrichOptions {
     pub resolver: Arc<Resolver>,
     /// With [`Recompute::Full`], the HFU columns are added after the six.
     pub recompute: Recompute,
+    /// `--logged-peak-flops`: the peak a log's own MFU was computed against; adds `mfu_logged_corrected`.
+    pub logged_peak_flops: Option<f64>,
 }
 
 impl EnrichOptions {
@@ -35,13 +38,23 @@ impl EnrichOptions {
         if self.recompute == Recompute::Full {
             names.extend(HFU_COLUMNS);
         }
+        if self.logged_peak_flops.is_some() {
+            names.push(MFU_LOGGED_CORRECTED);
+        }
         names
+    }
+
+    fn extras(&self) -> Extras {
+        Extras {
+            hfu: self.recompute == Recompute::Full,
+            logged_peak_flops: self.logged_peak_flops,
+        }
     }
 }
 
 /// Whether `name` is one of the columns mfu adds.
 pub fn is_added_column(name: &str) -> bool {
-    OUTPUT_COLUMNS.contains(&name) || HFU_COLUMNS.contains(&name)
+    OUTPUT_COLUMNS.contains(&name) || HFU_COLUMNS.contains(&name) || name == MFU_LOGGED_CORRECTED
 }
 
 /// An enriched table and what was seen making it.
@@ -85,11 +98,7 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let mapping = map_columns(&name_refs, &options.columns)?;
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
-    let computed = compute(
-        &values,
-        &options.resolver,
-        options.recompute == Recompute::Full,
-    );
+    let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric;
 
     // A log may carry a column with one of our names (a trainer's own tokens_per_second): keep it, renamed.
@@ -125,9 +134,15 @@ pub fn output_metadata(options: &EnrichOptions) -> Metadata {
     } else {
         &[]
     };
+    let logged: &[(&str, &str, &str)] = if options.logged_peak_flops.is_some() {
+        std::slice::from_ref(&LOGGED_DEFINITION)
+    } else {
+        &[]
+    };
     let columns: serde_json::Map<String, serde_json::Value> = COLUMN_DEFINITIONS
         .iter()
         .chain(hfu)
+        .chain(logged)
         .map(|(name, unit, definition)| {
             (
                 name.to_string(),
@@ -196,7 +211,11 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
             ),
             height,
         ));
-        for name in OUTPUT_COLUMNS.iter().chain(&HFU_COLUMNS) {
+        for name in OUTPUT_COLUMNS
+            .iter()
+            .chain(&HFU_COLUMNS)
+            .chain(&[MFU_LOGGED_CORRECTED])
+        {
             if let Ok(c) = df.column(name) {
                 columns.push(c.clone());
             }
@@ -239,6 +258,7 @@ mod tests {
                 ResolveOptions::default(),
             )),
             recompute: Recompute::None,
+            logged_peak_flops: None,
         }
     }
 

@@ -18,4 +18,5 @@ pub mod enrich;
 pub mod flops;
 pub mod peaks;
 pub mod read;
+pub mod values;
 pub mod write;

@@ -7,3 +7,4 @@ mod cmd_lookup;
 mod cmd_peaks;
 mod flops;
 mod peak_table;
+mod shapes;

@@ -14,11 +14,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
-use mfu::columns::{ColumnOptions, Constants, Field, ModelFlops, TimeUnit};
+use mfu::columns::{ColumnOptions, Constants, Field, FieldSource, ModelFlops, TimeUnit};
 use mfu::enrich::{combine, enrich_frame, output_metadata, EnrichOptions};
 use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
-use mfu::read::{expand_inputs, read_input, Input, InputFormat};
+use mfu::read::{expand_inputs, read_input, Input, InputFormat, ReadOptions, RowKinds, Shape};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
 use super::{AttentionArg, PeakTableArgs, RecomputeArg};
@@ -61,6 +61,36 @@ pub struct EnrichArgs {
     /// Read inputs as this format whatever their names (required for standard input).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormatArg>,
+
+    /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
+    /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt.
+    #[arg(long, value_name = "SHAPE")]
+    pub shape: Option<Shape>,
+
+    /// Which rows of an HF Trainer state to keep: train (steps only), eval, or all (with a row_kind
+    /// column).
+    #[arg(long, value_name = "KIND", default_value = "train")]
+    pub rows: RowKinds,
+
+    /// Read a text log: each line matching this regular expression becomes a row, one column per named
+    /// group, e.g. '^step (?P<step>\d+) time (?P<step_time_ms>[\d.]+)ms'.
+    #[arg(long, value_name = "REGEX", value_parser = parse_line_regex)]
+    pub line_regex: Option<regex::Regex>,
+
+    /// This field's column is a running total (elapsed time, tokens seen) whatever its name: differenced
+    /// into per-step values. Repeatable.
+    #[arg(long, value_name = "FIELD")]
+    pub cumulative: Vec<Field>,
+
+    /// A W&B wandb-metadata.json: supplies the device name (gpu, or gpu_nvidia[].name) and the device
+    /// count (gpu_count) unless --device or --num-devices is given.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+
+    /// The peak FLOP/s a log's own MFU column was computed against (TRL's old default 989.5e12, nanoGPT's
+    /// 312e12): adds mfu_logged_corrected = logged MFU x F / peak_flops_per_device.
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub logged_peak_flops: Option<f64>,
 
     /// Write this format whatever OUTPUT's extension (default for --out-dir: parquet).
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -187,6 +217,10 @@ impl From<OutputFormatArg> for OutputFormat {
     }
 }
 
+fn parse_line_regex(s: &str) -> Result<regex::Regex, String> {
+    mfu::read::shapes::text::compile(s)
+}
+
 fn parse_mapping(s: &str) -> Result<(Field, String), String> {
     let (field, column) = s
         .split_once('=')
@@ -239,24 +273,37 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
         bail!("reading standard input needs --input-format jsonl|csv|tsv|parquet");
     }
     let destination = plan_destination(args, &inputs)?;
+    let (meta_device, meta_devices) = match &args.metadata {
+        Some(path) => wandb_metadata(path)?,
+        None => (None, None),
+    };
+    let read_options = ReadOptions {
+        format: input_format,
+        shape: args.shape,
+        rows: args.rows,
+        line_regex: args.line_regex.clone(),
+    };
     let resolver = Arc::new(args.table.resolver(args.model_dtype)?);
     let options = EnrichOptions {
         columns: ColumnOptions {
             map: args.map.clone(),
             time_unit: args.time_unit,
             constants: Constants {
-                device: args.device.clone(),
+                device: args.device.clone().or(meta_device),
                 dtype: args.dtype.clone(),
-                num_devices: args.num_devices,
+                num_devices: args.num_devices.or(meta_devices),
                 flops_per_token: args.flops_per_token,
                 tokens_per_step: args.tokens_per_step,
                 seq_len: args.seq_len,
             },
             allow_override: args.override_columns,
             model: model_flops(args)?,
+            cumulative: args.cumulative.clone(),
+            timing_optional: false,
         },
         resolver,
         recompute: args.recompute.into(),
+        logged_peak_flops: args.logged_peak_flops,
     };
     let metadata = output_metadata(&options);
 
@@ -274,7 +321,7 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
             .map(|(i, input)| {
                 let result = process(
                     input,
-                    input_format,
+                    &read_options,
                     &options,
                     args,
                     &destination,
@@ -373,6 +420,39 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Device name and count from a W&B wandb-metadata.json.
+fn wandb_metadata(path: &Path) -> anyhow::Result<(Option<String>, Option<f64>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let listed: Vec<String> = doc
+        .get("gpu_nvidia")
+        .and_then(|g| g.as_array())
+        .map(|gpus| {
+            gpus.iter()
+                .filter_map(|g| g.get("name").and_then(|n| n.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let device = match doc.get("gpu").and_then(|g| g.as_str()) {
+        Some(name) => Some(name.to_string()),
+        None if listed.is_empty() => None,
+        // Several GPUs: one name per rank, the list form the resolver averages over.
+        None if listed.iter().all(|n| *n == listed[0]) => Some(listed[0].clone()),
+        None => Some(listed.join(";")),
+    };
+    let count = doc
+        .get("gpu_count")
+        .and_then(|c| c.as_f64())
+        .filter(|c| *c > 0.0)
+        .or_else(|| (!listed.is_empty()).then_some(listed.len() as f64));
+    if device.is_none() {
+        anyhow::bail!("{}: no 'gpu' or 'gpu_nvidia' entry", path.display());
+    }
+    Ok((device, count))
+}
+
 /// Reads --model-config and checks it can be counted, before any log is read.
 fn model_flops(args: &EnrichArgs) -> anyhow::Result<Option<ModelFlops>> {
     let Some(path) = &args.model_config else {
@@ -402,24 +482,49 @@ fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::ComputeSt
 /// Reads, enriches and (with --out-dir) writes one input.
 fn process(
     input: &Input,
-    input_format: Option<InputFormat>,
+    read_options: &ReadOptions,
     options: &EnrichOptions,
     args: &EnrichArgs,
     destination: &Destination,
     index: usize,
     metadata: &mfu::write::Metadata,
 ) -> anyhow::Result<Processed> {
-    let frame = read_input(input, input_format)?;
-    let rows = frame.height();
-    let enriched = enrich_frame(frame, options).with_context(|| input.display.clone())?;
+    let read = read_input(input, read_options)?;
+    let rows = read.frame.height();
+    let enriched = if read.shape.timing_optional() {
+        let mut shaped = options.clone();
+        shaped.columns.timing_optional = true;
+        enrich_frame(read.frame, &shaped)
+    } else {
+        enrich_frame(read.frame, options)
+    }
+    .with_context(|| input.display.clone())?;
     if args.verbose {
         eprintln!(
-            "mfu: {}: {rows} rows; {}",
+            "mfu: {}: {} log, {rows} rows; {}",
             input.display,
+            read.shape,
             enriched.mapping.describe()
         );
+        for note in &read.notes {
+            eprintln!("mfu: {}: {note}", input.display);
+        }
     }
     let mut warnings = Vec::new();
+    if enriched.mapping.source(Field::StepTime) == &FieldSource::Missing {
+        warnings.push(format!(
+            "{}: this {} log has no step timing: throughput and MFU are null",
+            input.display, read.shape
+        ));
+    }
+    if options.logged_peak_flops.is_some()
+        && enriched.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
+    {
+        warnings.push(format!(
+            "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
+            input.display
+        ));
+    }
     for (column, cells) in &enriched.non_numeric {
         warnings.push(format!(
             "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",

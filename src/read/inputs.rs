@@ -58,7 +58,7 @@ impl Input {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, and trainer_state.json)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -167,7 +167,9 @@ fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if InputFormat::from_path(&p).is_some() {
+            } else if InputFormat::from_path(&p).is_some()
+                || p.file_name().is_some_and(|n| n == "trainer_state.json")
+            {
                 found.push(p);
             }
         }

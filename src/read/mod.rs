@@ -8,6 +8,7 @@ pub mod csv;
 pub mod inputs;
 pub mod jsonl;
 pub mod parquet;
+pub mod shapes;
 
 use std::fmt;
 use std::io::Read;
@@ -16,6 +17,7 @@ use std::path::Path;
 use polars::prelude::DataFrame;
 
 pub use inputs::{expand_inputs, Input, InputError};
+pub use shapes::{RowKinds, Shape};
 
 /// A table format mfu reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,6 +85,14 @@ pub enum ReadError {
         compression: &'static str,
         source: std::io::Error,
     },
+    #[error("{input}: not a valid {shape} log: {message}")]
+    Shape {
+        input: String,
+        shape: Shape,
+        message: String,
+    },
+    #[error("{input}: --shape {shape} needs --line-regex with named groups")]
+    NeedsLineRegex { input: String, shape: Shape },
     #[error("{input}: not valid {format}: {message}")]
     Parse {
         input: String,
@@ -113,13 +123,101 @@ fn decompress(input: &str, bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
     })
 }
 
-/// Reads an input's bytes (decompressed) and parses them into a frame.
-pub fn read_input(input: &Input, forced: Option<InputFormat>) -> Result<DataFrame, ReadError> {
+/// How to read inputs, shared by every input of a run.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// `--input-format`: the table format whatever the name says.
+    pub format: Option<InputFormat>,
+    /// `--shape`: the log layout whatever the content suggests.
+    pub shape: Option<Shape>,
+    /// `--rows`: which kinds of row to keep where a log mixes them.
+    pub rows: RowKinds,
+    /// `--line-regex`: named groups that turn a text log's lines into rows.
+    pub line_regex: Option<regex::Regex>,
+}
+
+/// One input as a frame, with the shape it was read as and what was inferred on the way.
+#[derive(Debug)]
+pub struct ReadOutcome {
+    pub frame: DataFrame,
+    pub shape: Shape,
+    pub notes: Vec<String>,
+}
+
+/// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
+pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, ReadError> {
     let raw = input.read_bytes().map_err(|source| ReadError::Io {
         input: input.display.clone(),
         source,
     })?;
     let bytes = decompress(&input.display, raw)?;
+    let file_name = input
+        .path
+        .as_deref()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shape = if bytes.starts_with(PARQUET_MAGIC) {
+        Shape::Table
+    } else if let Some(s) = options.shape {
+        s
+    } else if options.line_regex.is_some() {
+        Shape::Text
+    } else {
+        shapes::detect(&bytes, &file_name).unwrap_or(Shape::Table)
+    };
+    let shape_error = |message: String| ReadError::Shape {
+        input: input.display.clone(),
+        shape,
+        message,
+    };
+    let shaped = match shape {
+        Shape::Table => {
+            let frame = read_table(input, options.format, bytes)?;
+            return Ok(ReadOutcome {
+                frame,
+                shape,
+                notes: Vec::new(),
+            });
+        }
+        Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
+        Shape::LlamaFactory => shapes::llamafactory::read(&bytes),
+        Shape::Lightning => shapes::lightning::read(&bytes),
+        Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
+        Shape::Megatron => shapes::megatron::read(&bytes),
+        Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
+            let preset = match shape {
+                Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
+                Shape::Nanogpt => Some(shapes::text::NANOGPT),
+                _ => None,
+            };
+            let line = match (&options.line_regex, preset) {
+                (Some(re), _) => re.clone(),
+                (None, Some(p)) => shapes::text::compile(p).expect("presets compile"),
+                (None, None) => {
+                    return Err(ReadError::NeedsLineRegex {
+                        input: input.display.clone(),
+                        shape,
+                    })
+                }
+            };
+            shapes::text::read(&bytes, &line)
+        }
+    }
+    .map_err(shape_error)?;
+    Ok(ReadOutcome {
+        frame: shaped.frame,
+        shape,
+        notes: shaped.notes,
+    })
+}
+
+/// Parses a plain table in the format its magic bytes, `forced` or its name says.
+fn read_table(
+    input: &Input,
+    forced: Option<InputFormat>,
+    bytes: Vec<u8>,
+) -> Result<DataFrame, ReadError> {
     let format = if bytes.starts_with(PARQUET_MAGIC) {
         InputFormat::Parquet
     } else {

@@ -1,0 +1,49 @@
+//! LLaMA-Factory `trainer_log.jsonl`: one line per logging step, with the cumulative `elapsed_time` as a
+//! duration string and, when token counting is on, the cumulative `total_tokens`. Evaluation lines
+//! (`eval_loss`) are not steps; a step logged twice is kept once (its first line).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::{rows_to_frame, ShapedFrame};
+
+pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut rows = Vec::new();
+    let mut seen = HashSet::new();
+    let (mut evals, mut repeats) = (0, 0);
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let Some(row) = value.as_object() else {
+            return Err(format!("line {}: not a JSON object", i + 1));
+        };
+        if row.keys().any(|k| k.starts_with("eval_")) {
+            evals += 1;
+            continue;
+        }
+        let step = row.get("current_steps").map(Value::to_string);
+        if let Some(step) = step {
+            if !seen.insert(step) {
+                repeats += 1;
+                continue;
+            }
+        }
+        rows.push(row.clone());
+    }
+    let mut notes = Vec::new();
+    if evals + repeats > 0 {
+        notes.push(format!(
+            "{evals} evaluation line(s) and {repeats} repeated step(s) skipped"
+        ));
+    }
+    Ok(ShapedFrame {
+        frame: rows_to_frame(&rows)?,
+        notes,
+    })
+}

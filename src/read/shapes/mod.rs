@@ -1,0 +1,232 @@
+//! The shapes real trainers write, turned into one row per logged step.
+//!
+//! Each shape is recognised from content (or named with `--shape`) and read into a frame whose columns are
+//! the log's own keys, so the ordinary column mapping applies: cumulative counters such as LLaMA-Factory's
+//! `elapsed_time` or TRL's `num_tokens` are found by name and differenced later, in the columns stage.
+
+pub mod hf;
+pub mod lightning;
+pub mod llamafactory;
+pub mod megatron;
+pub mod tensorboard;
+pub mod text;
+
+use std::fmt;
+
+use polars::prelude::DataFrame;
+use serde_json::{Map, Value};
+
+/// A log layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// A plain table: one row per step, one column per field.
+    Table,
+    /// Hugging Face Trainer / TRL `trainer_state.json` (`log_history`).
+    HfTrainerState,
+    /// LLaMA-Factory `trainer_log.jsonl` (`current_steps`, cumulative `elapsed_time`).
+    LlamaFactory,
+    /// PyTorch Lightning CSVLogger `metrics.csv` (sparse rows, several per step).
+    Lightning,
+    /// TensorBoard scalar CSV export (`Wall time,Step,Value`, one tag per file).
+    TensorBoard,
+    /// Megatron-LM metric JSON (`{metric: {start_step, end_step, step_interval, values}}`).
+    Megatron,
+    /// A console text log read with `--line-regex`.
+    Text,
+    /// modded-nanogpt console log (`step:N/M train_time:Xms step_avg:Yms`).
+    ModdedNanogpt,
+    /// nanoGPT console log (`iter N: loss L, time Tms, mfu M%`).
+    Nanogpt,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 9] = [
+        Shape::Table,
+        Shape::HfTrainerState,
+        Shape::LlamaFactory,
+        Shape::Lightning,
+        Shape::TensorBoard,
+        Shape::Megatron,
+        Shape::Text,
+        Shape::ModdedNanogpt,
+        Shape::Nanogpt,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Table => "table",
+            Shape::HfTrainerState => "hf-trainer-state",
+            Shape::LlamaFactory => "llamafactory",
+            Shape::Lightning => "lightning",
+            Shape::TensorBoard => "tensorboard",
+            Shape::Megatron => "megatron",
+            Shape::Text => "text",
+            Shape::ModdedNanogpt => "modded-nanogpt",
+            Shape::Nanogpt => "nanogpt",
+        }
+    }
+
+    /// Whether a log of this shape may lack per-step timing altogether (then throughput is null with a
+    /// warning, instead of the missing-field error a plain table gets).
+    pub fn timing_optional(self) -> bool {
+        !matches!(self, Shape::Table)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Shape {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Shape::ALL
+            .into_iter()
+            .find(|shape| shape.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Shape::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown shape '{s}': expected one of {}", names.join(", "))
+            })
+    }
+}
+
+/// Which rows of a log with several kinds (HF Trainer) to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RowKinds {
+    #[default]
+    Train,
+    Eval,
+    All,
+}
+
+impl std::str::FromStr for RowKinds {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "train" => Ok(RowKinds::Train),
+            "eval" => Ok(RowKinds::Eval),
+            "all" => Ok(RowKinds::All),
+            _ => Err(format!(
+                "unknown row kind '{s}': expected train, eval or all"
+            )),
+        }
+    }
+}
+
+/// A shape's reading of a file: the rows, and notes on what was inferred (for `-v` and warnings).
+#[derive(Debug)]
+pub struct ShapedFrame {
+    pub frame: DataFrame,
+    pub notes: Vec<String>,
+}
+
+/// Guesses the shape of `bytes` from their content; `name` is the file's name, for the TensorBoard export
+/// convention. `None`: not a special shape (a plain table, or unreadable).
+pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let text = String::from_utf8_lossy(head);
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let first_line = trimmed.lines().next().unwrap_or("").trim();
+    if trimmed.starts_with('{') {
+        // One JSON document (HF, Megatron) or JSON lines (LLaMA-Factory)?
+        if first_line.ends_with('}') && first_line.contains("\"current_steps\"") {
+            return Some(Shape::LlamaFactory);
+        }
+        if first_line == "{" || !first_line.ends_with('}') {
+            if text.contains("\"log_history\"") {
+                return Some(Shape::HfTrainerState);
+            }
+            if text.contains("\"step_interval\"") && text.contains("\"values\"") {
+                return Some(Shape::Megatron);
+            }
+        }
+        return None;
+    }
+    let header: Vec<String> = first_line
+        .split(',')
+        .map(|h| h.trim().trim_matches('"').to_ascii_lowercase())
+        .collect();
+    if header == ["wall time", "step", "value"] {
+        return Some(Shape::TensorBoard);
+    }
+    let has = |n: &str| header.iter().any(|h| h == n);
+    if has("step")
+        && has("epoch")
+        && header
+            .iter()
+            .any(|h| h.ends_with("_step") || h.ends_with("_epoch"))
+    {
+        return Some(Shape::Lightning);
+    }
+    if trimmed.contains("step:") && trimmed.contains("train_time:") && trimmed.contains("step_avg:")
+    {
+        return Some(Shape::ModdedNanogpt);
+    }
+    if trimmed
+        .lines()
+        .any(|l| l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "))
+    {
+        return Some(Shape::Nanogpt);
+    }
+    let _ = name;
+    None
+}
+
+/// Rows of JSON objects as a frame (through polars' JSON reader, so types are inferred the same way as
+/// for any JSONL input). Keys become columns in first-seen order.
+pub fn rows_to_frame(rows: &[Map<String, Value>]) -> Result<DataFrame, String> {
+    let mut buf = Vec::with_capacity(rows.len() * 128);
+    for row in rows {
+        serde_json::to_writer(&mut buf, row).map_err(|e| e.to_string())?;
+        buf.push(b'\n');
+    }
+    super::jsonl::read(buf)
+}
+
+/// A value that a log wrote as the string "nan" (or "NaN", "inf") becomes null; other values pass.
+pub fn nan_strings_to_null(v: Value) -> Value {
+    match &v {
+        Value::String(s)
+            if matches!(
+                s.trim().to_ascii_lowercase().as_str(),
+                "nan" | "-nan" | "inf" | "-inf" | ""
+            ) =>
+        {
+            Value::Null
+        }
+        _ => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_shapes_from_content() {
+        let cases: [(&str, Option<Shape>); 8] = [
+            ("{\n  \"log_history\": [{\"step\": 1}]\n}", Some(Shape::HfTrainerState)),
+            ("{\"current_steps\": 10, \"elapsed_time\": \"0:00:32\"}\n", Some(Shape::LlamaFactory)),
+            ("{\n \"lm loss\": {\"start_step\": 1, \"end_step\": 2, \"step_interval\": 1, \"values\": {}}}", Some(Shape::Megatron)),
+            ("Wall time,Step,Value\n1.0,1,2.0\n", Some(Shape::TensorBoard)),
+            ("epoch,step,train_loss_step,val_loss\n0,49,8.6,\n", Some(Shape::Lightning)),
+            ("step:1/10 train_time:326ms step_avg:325.73ms\n", Some(Shape::ModdedNanogpt)),
+            ("iter 10: loss 4.2, time 120.5ms, mfu 30.1%\n", Some(Shape::Nanogpt)),
+            ("{\"step\": 1, \"step_time\": 1.0}\n", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text.as_bytes(), "x"), want, "{text}");
+        }
+        assert_eq!(detect(b"step,step_time\n1,2\n", "x"), None);
+    }
+
+    #[test]
+    fn shape_names_round_trip() {
+        for s in Shape::ALL {
+            assert_eq!(s.name().parse::<Shape>(), Ok(s));
+        }
+        assert!("nope".parse::<Shape>().is_err());
+    }
+}

@@ -1,0 +1,451 @@
+//! Trainer log shapes: a small fixture of our own for every shape (always run), and the real logs in
+//! ../shared/fixtures-real (skipped with a message when absent), with expected values worked out by hand
+//! from the files' rows.
+
+use std::collections::HashMap;
+
+use predicates::prelude::*;
+
+use crate::util::{fixtures, shared_file, Workdir};
+
+/// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
+fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>>, String) {
+    let wd = Workdir::new("shapes");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(file)
+        .args(["-o", "-"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let headers = r.headers().unwrap().clone();
+    let rows = r
+        .records()
+        .map(|rec| {
+            headers
+                .iter()
+                .map(String::from)
+                .zip(rec.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect();
+    (rows, String::from_utf8(out.stderr).unwrap())
+}
+
+fn num(row: &HashMap<String, String>, col: &str) -> Option<f64> {
+    let cell = row.get(col).unwrap_or_else(|| panic!("no column {col}"));
+    (!cell.is_empty()).then(|| cell.parse().unwrap())
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| ((a - b) / b).abs() < 1e-9)
+}
+
+const RUN: [&str; 8] = [
+    "--device",
+    "NVIDIA H100 80GB HBM3",
+    "--dtype",
+    "bf16",
+    "--num-devices",
+    "8",
+    "--flops-per-token",
+    "1e10",
+];
+const H100: f64 = 989.4e12;
+
+fn mfu(tokens_per_step: f64, step_time: f64) -> f64 {
+    tokens_per_step * 1e10 / (8.0 * step_time) / H100
+}
+
+#[test]
+fn hf_trainer_state_rows_and_cumulative_counters() {
+    let file = fixtures().join("shapes/trainer_state.json");
+    let (rows, _) = enrich(&file, &RUN);
+    // Training rows only: the eval, predict and summary rows are not steps.
+    let steps: Vec<_> = rows.iter().map(|r| r["step"].clone()).collect();
+    assert_eq!(steps, ["10", "20", "30"]);
+    // num_input_tokens_seen and train_runtime are cumulative: the first row has no interval.
+    assert_eq!(num(&rows[0], "tokens_per_second"), None);
+    // Row 2: (81920 - 40960) / 10 tokens per step over (25 - 12.5) / 10 s per step.
+    assert!(close(num(&rows[1], "tokens_per_second"), 4096.0 / 1.25));
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(4096.0, 1.25)));
+    assert!(close(num(&rows[2], "mfu_wall_clock"), mfu(4096.0, 1.5)));
+
+    let (all, _) = enrich(&file, &[&RUN[..], &["--rows", "all"]].concat());
+    let kinds: Vec<_> = all.iter().map(|r| r["row_kind"].clone()).collect();
+    assert_eq!(
+        kinds,
+        ["train", "train", "eval", "train", "predict", "summary"]
+    );
+    let (eval, _) = enrich(
+        &file,
+        &[&RUN[..], &["--rows", "eval", "--tokens-per-step", "1"]].concat(),
+    );
+    assert_eq!(eval.len(), 1);
+    assert_eq!(eval[0]["eval_loss"], "2.2");
+}
+
+#[test]
+fn hf_trainer_state_without_row_timing_uses_the_run_mean() {
+    let file = fixtures().join("shapes/trainer_state_old.json");
+    let (rows, err) = enrich(
+        &file,
+        &[&RUN[..], &["--tokens-per-step", "4096", "-v"]].concat(),
+    );
+    assert_eq!(rows.len(), 2);
+    // train_runtime 2500 s over 1000 steps.
+    assert_eq!(num(&rows[0], "run_mean_step_time_s"), Some(2.5));
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(4096.0, 2.5)));
+    assert!(
+        err.contains("each training row gets the run's mean step time"),
+        "{err}"
+    );
+    assert!(err.contains("num_input_tokens_seen is 0"), "{err}");
+}
+
+#[test]
+fn llamafactory_elapsed_time_strings_and_total_tokens() {
+    let file = fixtures().join("shapes/trainer_log.jsonl");
+    let (rows, err) = enrich(&file, &[&RUN[..], &["-v"]].concat());
+    let steps: Vec<_> = rows.iter().map(|r| r["current_steps"].clone()).collect();
+    assert_eq!(
+        steps,
+        ["10", "20", "30", "40"],
+        "eval line and repeated step dropped"
+    );
+    assert!(
+        err.contains("1 evaluation line(s) and 1 repeated step(s) skipped"),
+        "{err}"
+    );
+    assert_eq!(num(&rows[0], "mfu_wall_clock"), None);
+    // 0:00:45 - 0:00:20 = 25 s over 10 steps; 20480 tokens over 10 steps.
+    assert!(close(num(&rows[1], "tokens_per_second"), 2048.0 / 2.5));
+    // Across the eval line: 0:01:15 - 0:00:45 = 30 s (evaluation time included, as logged).
+    assert!(close(num(&rows[2], "tokens_per_second"), 2048.0 / 3.0));
+    // "1 day, 0:00:35" - "0:01:15" = 86400 + 35 - 75 s.
+    assert!(close(
+        num(&rows[3], "tokens_per_second"),
+        2048.0 / (86360.0 / 10.0)
+    ));
+}
+
+#[test]
+fn lightning_rows_of_one_step_are_merged() {
+    let file = fixtures().join("shapes/metrics.csv");
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "4096"]].concat());
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1]["val_loss"], "3.0");
+    assert_eq!(rows[1]["train_loss_epoch"], "3.05");
+    assert_eq!(rows[1]["train_loss_step"], "2.9");
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(4096.0, 0.55)));
+}
+
+#[test]
+fn tensorboard_wall_time_differences_and_restarts() {
+    let file = fixtures().join("shapes/run-exp1-tag-loss.csv");
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "1000"]].concat());
+    assert_eq!(rows[0]["run"], "exp1");
+    assert_eq!(rows[0]["loss"], "3.0");
+    assert_eq!(num(&rows[0], "tokens_per_second"), None);
+    // 10 s over 5 steps; 20 s over 10 steps.
+    assert!(close(num(&rows[1], "tokens_per_second"), 1000.0 / 2.0));
+    assert!(close(num(&rows[2], "tokens_per_second"), 1000.0 / 2.0));
+    // The step drops from 20 to 3 (a restart): a new segment, no interval.
+    assert_eq!(num(&rows[3], "tokens_per_second"), None);
+    assert!(close(num(&rows[4], "tokens_per_second"), 1000.0 / 2.0));
+}
+
+#[test]
+fn megatron_metric_major_json() {
+    let file = fixtures().join("shapes/golden_values.json");
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "65536"]].concat());
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0]["iteration-time"], "", "the string nan is null");
+    assert_eq!(num(&rows[0], "mfu_wall_clock"), None);
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(65536.0, 1.25)));
+    assert!(close(num(&rows[3], "mfu_wall_clock"), mfu(65536.0, 1.5)));
+}
+
+#[test]
+fn modded_nanogpt_console_log() {
+    let file = fixtures().join("shapes/modded_nanogpt.txt");
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "32768"]].concat());
+    assert_eq!(rows.len(), 5);
+    // train_time is cumulative ms: step 2 took 589 - 326 ms.
+    assert!(close(num(&rows[2], "tokens_per_second"), 32768.0 / 0.263));
+    assert!(close(num(&rows[3], "tokens_per_second"), 32768.0 / 0.5));
+    assert_eq!(rows[4]["val_loss"], "6.07");
+}
+
+#[test]
+fn nanogpt_log_with_its_own_mfu_corrected() {
+    let file = fixtures().join("shapes/nanogpt.txt");
+    let (rows, _) = enrich(
+        &file,
+        &[
+            &RUN[..],
+            &[
+                "--tokens-per-step",
+                "491520",
+                "--logged-peak-flops",
+                "312e12",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(rows.len(), 3);
+    assert!(close(num(&rows[1], "tokens_per_second"), 491520.0 / 0.15));
+    // nanoGPT's 30% was against the A100's 312 TFLOP/s; on an H100 that is 30% x 312 / 989.4.
+    assert!(close(
+        num(&rows[1], "mfu_logged_corrected"),
+        0.30 * 312e12 / H100
+    ));
+    assert!(close(
+        num(&rows[2], "mfu_logged_corrected"),
+        0.285 * 312e12 / H100
+    ));
+}
+
+#[test]
+fn text_log_with_a_user_regex() {
+    let wd = Workdir::new("shapes_regex");
+    wd.create(
+        "train.log",
+        "boot\nit=1 dt=0.5s tok=1,024\nit=2 dt=0.25s tok=1,024\n",
+    );
+    let out = wd
+        .mfu()
+        .args([
+            "enrich",
+            "train.log",
+            "-o",
+            "-",
+            "--line-regex",
+            r"^it=(?P<step>\d+) dt=(?P<step_time>\S+) tok=(?P<tokens>\S+)",
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "1",
+            "-q",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("0.5s"), "{text}");
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let tps: Vec<f64> = r
+        .deserialize::<HashMap<String, String>>()
+        .map(|row| row.unwrap()["tokens_per_second"].parse().unwrap())
+        .collect();
+    assert_eq!(tps, [2048.0, 4096.0]);
+    wd.mfu()
+        .args(["enrich", "train.log", "-o", "-", "--shape", "text"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--shape text needs --line-regex"));
+    wd.mfu()
+        .args([
+            "enrich",
+            "train.log",
+            "-o",
+            "-",
+            "--line-regex",
+            r"it=(\d+)",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no named group"));
+}
+
+#[test]
+fn wandb_history_with_metadata() {
+    let file = fixtures().join("shapes/wandb_history.csv");
+    let meta = fixtures().join("shapes/wandb-metadata.json");
+    let (rows, _) = enrich(
+        &file,
+        &[
+            "--metadata",
+            meta.to_str().unwrap(),
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "1e10",
+        ],
+    );
+    assert_eq!(rows[1]["resolved_device"], "A100 SXM4");
+    // _runtime is cumulative: 2 s for step 2, then 5 s over steps 3 and 4. 8 GPUs from gpu_count.
+    let a100 = 312e12;
+    assert!(close(
+        num(&rows[1], "mfu_wall_clock"),
+        8192.0 * 1e10 / (8.0 * 2.0) / a100
+    ));
+    assert!(close(
+        num(&rows[2], "mfu_wall_clock"),
+        8192.0 * 1e10 / (8.0 * 2.5) / a100
+    ));
+}
+
+// The real logs.
+
+fn real(name: &str) -> Option<std::path::PathBuf> {
+    shared_file(&format!("fixtures-real/{name}"))
+}
+
+#[test]
+fn real_hf_trainer_state() {
+    let Some(file) = real("hf_trainer_state__Jaong_Checkpoint-of-CPT.json") else {
+        return;
+    };
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "6144"]].concat());
+    // 31 log_history entries: 10 training rows every 500 steps (the rest eval, predict, summary).
+    assert_eq!(rows.len(), 10);
+    assert_eq!(rows[0]["step"], "500");
+    // Summary: train_runtime 64358.151 s over global step 5490.
+    let step_time = 64358.151 / 5490.0;
+    assert!(close(
+        num(&rows[9], "mfu_wall_clock"),
+        mfu(6144.0, step_time)
+    ));
+}
+
+#[test]
+fn real_trl_trainer_state_has_tokens_but_no_timing() {
+    let Some(file) = real("trl_grpo_trainer_state__Rusheel86_Chaos-Economy.json") else {
+        return;
+    };
+    let wd = Workdir::new("real_trl");
+    wd.mfu()
+        .arg("enrich")
+        .arg(&file)
+        .args([
+            "-o",
+            "-",
+            "--device",
+            "Tesla T4",
+            "--dtype",
+            "fp16",
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "3e9",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "has no step timing: throughput and MFU are null",
+        ));
+}
+
+#[test]
+fn real_llamafactory_log() {
+    let Some(file) =
+        real("llamafactory_trainer_log__xueh88401-web_qwen2.5-7b-medical-finetune.jsonl")
+    else {
+        return;
+    };
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "8192"]].concat());
+    // 689 lines: 675 training lines, 13 eval lines, 1 repeated final step.
+    assert_eq!(rows.len(), 675);
+    // Steps 10 and 20 at 0:00:32 and 0:01:03: 31 s over 10 steps.
+    assert_eq!(rows[1]["current_steps"], "20");
+    assert!(close(num(&rows[1], "tokens_per_second"), 8192.0 / 3.1));
+}
+
+#[test]
+fn real_lightning_metrics_merge_and_report_no_timing() {
+    let Some(file) = real("lightning_csvlogger_metrics__0Xero7_slm_training.csv") else {
+        return;
+    };
+    let (rows, err) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "4096"]].concat());
+    assert!(err.contains("has no step timing"), "{err}");
+    // Every step appears once after merging.
+    let mut steps: Vec<&str> = rows.iter().map(|r| r["step"].as_str()).collect();
+    let n = steps.len();
+    steps.dedup();
+    assert_eq!(steps.len(), n);
+    assert_eq!(rows[0]["step"], "49");
+    assert_eq!(rows[0]["train_loss_step"], "8.620475769042969");
+}
+
+#[test]
+fn real_megatron_golden_values() {
+    let Some(file) = real("megatron_golden_values__gpt3_7b_tp4_pp1_memory_speed_dgx_h100.json")
+    else {
+        return;
+    };
+    // 32 layers x 4096 hidden at seq 8192, global batch 8: 65,536 tokens per iteration.
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "65536"]].concat());
+    assert_eq!(rows.len(), 25);
+    assert_eq!(rows[0]["iteration-time"], "");
+    let t = num(&rows[1], "iteration-time").unwrap();
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(65536.0, t)));
+}
+
+#[test]
+fn real_modded_nanogpt_log() {
+    let Some(file) =
+        real("modded_nanogpt_training_log__AkramjitS_gpt-lab-diffusion_Baseline_60m.txt")
+    else {
+        return;
+    };
+    // train_seq_len 8192 x grad_acc_steps 4 x 1 GPU.
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "32768"]].concat());
+    // Steps 1 and 2 at train_time 326 ms and 589 ms.
+    let row = rows.iter().find(|r| r["step"] == "2").unwrap();
+    assert!(close(num(row, "tokens_per_second"), 32768.0 / 0.263));
+}
+
+#[test]
+fn real_tensorboard_export() {
+    let Some(file) = real("tensorboard_scalar_export__ShahariarRabby_run-.-tag-loss.csv") else {
+        return;
+    };
+    let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "1000"]].concat());
+    assert_eq!(rows.len(), 1000);
+    assert_eq!(rows[0]["run"], ".");
+    // Steps 43 and 46 at Wall time 1575618724.7046697 and 1575618728.6547477.
+    let step_time = (1575618728.6547477 - 1575618724.7046697) / 3.0;
+    assert!(close(
+        num(&rows[1], "tokens_per_second"),
+        1000.0 / step_time
+    ));
+    // Three restarts (the step drops): each starts a segment with no interval.
+    let nulls = rows
+        .iter()
+        .filter(|r| r["tokens_per_second"].is_empty())
+        .count();
+    assert_eq!(nulls, 4);
+}
+
+#[test]
+fn real_wandb_metadata_supplies_the_device() {
+    let Some(meta) = real("wandb_run_metadata__emgun_universal_simulator_REDACTED.json") else {
+        return;
+    };
+    let file = fixtures().join("shapes/wandb_history.csv");
+    let (rows, _) = enrich(
+        &file,
+        &[
+            "--metadata",
+            meta.to_str().unwrap(),
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "1e10",
+        ],
+    );
+    // "gpu": "NVIDIA A100-SXM4-80GB", "gpu_count": 1.
+    assert_eq!(rows[1]["resolved_device"], "A100 SXM4");
+    assert!(close(
+        num(&rows[1], "mfu_wall_clock"),
+        8192.0 * 1e10 / 2.0 / 312e12
+    ));
+}
