@@ -172,6 +172,7 @@ mod tests {
             )),
             recompute: crate::flops::Recompute::None,
             logged_peak_flops: None,
+            window: None,
         }
     }
 

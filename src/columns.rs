@@ -327,6 +327,8 @@ pub struct ColumnOptions {
     /// A missing step time gives null throughput (with a warning) instead of an error: for trainer shapes
     /// that may not time steps at all.
     pub timing_optional: bool,
+    /// No field is required: for re-reading a table mfu already enriched, whose derived columns are kept.
+    pub lenient: bool,
 }
 
 /// FLOPs per token computed from a model configuration, per row's sequence length.
@@ -550,7 +552,7 @@ pub fn map_columns(
             (None, false) if field == Field::StepTime && options.timing_optional => {
                 FieldSource::Missing
             }
-            (None, false) if field.is_required() => {
+            (None, false) if field.is_required() && !options.lenient => {
                 return Err(ColumnError::Missing {
                     field,
                     tried: field.aliases().join(", "),
@@ -629,6 +631,13 @@ pub struct FieldValues {
     pub dtype: Texts,
     /// The log's own MFU as a fraction (a column named as a percentage is divided by 100).
     pub logged_mfu: Numbers,
+    /// Each row's step (its position, from 1, when the log has no step column).
+    pub steps: Vec<Option<f64>>,
+    /// Each row's run, as an index in order of first appearance (all 0 without a run_id column).
+    pub runs: Vec<u32>,
+    /// Steps each row's step time covers, when it was differenced from a running total logged every k
+    /// steps; `None` when every row is one step.
+    pub spans: Option<Vec<f64>>,
     /// Cells of numeric fields that held text that is not a number, per column name.
     pub non_numeric: Vec<(String, usize)>,
 }
@@ -641,7 +650,8 @@ pub fn extract(
     model: Option<&ModelFlops>,
 ) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
-    let mut order: Option<(Vec<Option<f64>>, Vec<u32>)> = None;
+    let (steps, runs) = step_order(df, mapping);
+    let mut spans = None;
     let mut numbers = |field: Field| -> PolarsResult<Numbers> {
         Ok(match mapping.source(field) {
             FieldSource::Column {
@@ -655,8 +665,11 @@ pub fn extract(
                     non_numeric.push((name.clone(), bad));
                 }
                 if *cumulative {
-                    let (steps, runs) = order.get_or_insert_with(|| step_order(df, mapping));
-                    Numbers::Column(per_step_differences(&values, steps, runs))
+                    let (per_step, span) = per_step_intervals(&values, &steps, &runs);
+                    if field == Field::StepTime {
+                        spans = Some(span);
+                    }
+                    Numbers::Column(per_step)
                 } else {
                     Numbers::Column(values)
                 }
@@ -709,6 +722,9 @@ pub fn extract(
         device: texts(Field::DeviceName)?,
         dtype: texts(Field::Dtype)?,
         logged_mfu,
+        steps,
+        runs,
+        spans,
         non_numeric,
     })
 }
@@ -848,7 +864,18 @@ pub fn per_step_differences(
     steps: &[Option<f64>],
     runs: &[u32],
 ) -> Vec<Option<f64>> {
+    per_step_intervals(values, steps, runs).0
+}
+
+/// [`per_step_differences`], with the number of steps each row's interval covers (1 where there is
+/// none).
+pub fn per_step_intervals(
+    values: &[Option<f64>],
+    steps: &[Option<f64>],
+    runs: &[u32],
+) -> (Vec<Option<f64>>, Vec<f64>) {
     let mut out = vec![None; values.len()];
+    let mut spans = vec![1.0; values.len()];
     // Last (value, step) seen per run.
     let mut previous: HashMap<u32, (f64, f64)> = HashMap::new();
     for (row, value) in values.iter().enumerate() {
@@ -861,13 +888,14 @@ pub fn per_step_differences(
         match previous.get(&runs[row]) {
             Some(&(pv, ps)) if v >= pv && step > ps => {
                 out[row] = Some((v - pv) / (step - ps));
+                spans[row] = step - ps;
             }
             Some(&(_, ps)) if step == ps => continue,
             _ => {}
         }
         previous.insert(runs[row], (v, step));
     }
-    out
+    (out, spans)
 }
 
 #[cfg(test)]

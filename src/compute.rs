@@ -28,6 +28,16 @@ pub const HFU_COLUMNS: [&str; 2] = [HFU_WALL_CLOCK, HFU_FWD_BWD];
 /// The log's own MFU re-based on the right peak: `logged MFU x --logged-peak-flops / peak_flops_per_device`.
 pub const MFU_LOGGED_CORRECTED: &str = "mfu_logged_corrected";
 
+/// Rolling means over `--window N` steps within a run.
+pub const MFU_WALL_CLOCK_ROLLING: &str = "mfu_wall_clock_rolling";
+pub const MFU_FWD_BWD_ROLLING: &str = "mfu_fwd_bwd_rolling";
+pub const TOKENS_PER_SECOND_ROLLING: &str = "tokens_per_second_rolling";
+pub const ROLLING_COLUMNS: [&str; 3] = [
+    MFU_WALL_CLOCK_ROLLING,
+    MFU_FWD_BWD_ROLLING,
+    TOKENS_PER_SECOND_ROLLING,
+];
+
 /// Hardware FLOPs per model FLOP with full activation recomputation.
 pub const FULL_RECOMPUTE_FACTOR: f64 = 4.0 / 3.0;
 
@@ -91,6 +101,8 @@ pub struct Extras {
     pub hfu: bool,
     /// Add `mfu_logged_corrected`, re-basing the log's MFU computed against this peak.
     pub logged_peak_flops: Option<f64>,
+    /// Add rolling means over this many rows of a run.
+    pub window: Option<usize>,
 }
 
 /// Unit and definition of `mfu_logged_corrected`.
@@ -135,6 +147,30 @@ fn count(v: Option<f64>) -> Option<f64> {
 
 /// A distinct (device, precision) pair as the rows spell it.
 type PairKey<'a> = (Option<&'a str>, Option<&'a str>);
+
+/// The mean of the non-null values among each row and the `n - 1` rows before it in the same run (file
+/// order); null when all of them are null.
+pub fn rolling_mean(values: &[Option<f64>], runs: &[u32], n: usize) -> Vec<Option<f64>> {
+    use std::collections::VecDeque;
+    let mut windows: HashMap<u32, VecDeque<Option<f64>>> = HashMap::new();
+    values
+        .iter()
+        .zip(runs)
+        .map(|(v, run)| {
+            let window = windows.entry(*run).or_default();
+            window.push_back(*v);
+            if window.len() > n {
+                window.pop_front();
+            }
+            // Summed afresh each row, in window order: exact and the same whatever came before.
+            let (sum, count) = window
+                .iter()
+                .flatten()
+                .fold((0.0, 0usize), |(s, c), x| (s + x, c + 1));
+            (count > 0).then(|| sum / count as f64)
+        })
+        .collect()
+}
 
 /// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
 pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
@@ -257,10 +293,10 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
     let mut columns = vec![
         Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
         f64_column(PEAK_FLOPS_PER_DEVICE, peak_col.clone()),
-        f64_column(TOKENS_PER_SECOND, tps_col),
+        f64_column(TOKENS_PER_SECOND, tps_col.clone()),
         f64_column(ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
-        f64_column(MFU_WALL_CLOCK, mfu_col),
-        f64_column(MFU_FWD_BWD, mfu_fb_col),
+        f64_column(MFU_WALL_CLOCK, mfu_col.clone()),
+        f64_column(MFU_FWD_BWD, mfu_fb_col.clone()),
     ];
     if let Some(logged_peak) = extras.logged_peak_flops {
         let corrected: Vec<Option<f64>> = peak_col
@@ -273,6 +309,43 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
             .collect();
         extra_columns.push(f64_column(MFU_LOGGED_CORRECTED, corrected));
     }
+    if let Some(n) = extras.window.filter(|n| *n > 0) {
+        extra_columns.push(f64_column(
+            MFU_WALL_CLOCK_ROLLING,
+            rolling_mean(&mfu_col, &values.runs, n),
+        ));
+        extra_columns.push(f64_column(
+            MFU_FWD_BWD_ROLLING,
+            rolling_mean(&mfu_fb_col, &values.runs, n),
+        ));
+        extra_columns.push(f64_column(
+            TOKENS_PER_SECOND_ROLLING,
+            rolling_mean(&tps_col, &values.runs, n),
+        ));
+    }
     columns.extend(extra_columns);
     Computed { columns, stats }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolling_mean_stays_within_a_run_and_skips_nulls() {
+        let v = [Some(1.0), Some(3.0), None, Some(5.0), Some(10.0), Some(7.0)];
+        let runs = [0, 0, 0, 0, 1, 0];
+        assert_eq!(
+            rolling_mean(&v, &runs, 2),
+            vec![
+                Some(1.0),
+                Some(2.0),
+                Some(3.0),
+                Some(5.0),
+                Some(10.0),
+                Some(6.0)
+            ]
+        );
+        assert_eq!(rolling_mean(&[None, None], &[0, 0], 3), vec![None, None]);
+    }
 }

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use crate::columns::{extract, map_columns, ColumnError, ColumnMapping, ColumnOptions};
+use crate::columns::{
+    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, FieldValues,
+};
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
-    LOGGED_DEFINITION, MFU_LOGGED_CORRECTED, OUTPUT_COLUMNS,
+    LOGGED_DEFINITION, MFU_LOGGED_CORRECTED, OUTPUT_COLUMNS, ROLLING_COLUMNS,
 };
 use crate::flops::Recompute;
 use crate::peaks::Resolver;
@@ -29,6 +31,8 @@ pub struct EnrichOptions {
     pub recompute: Recompute,
     /// `--logged-peak-flops`: the peak a log's own MFU was computed against; adds `mfu_logged_corrected`.
     pub logged_peak_flops: Option<f64>,
+    /// `--window N`: adds rolling means over N rows of each run.
+    pub window: Option<usize>,
 }
 
 impl EnrichOptions {
@@ -41,6 +45,9 @@ impl EnrichOptions {
         if self.logged_peak_flops.is_some() {
             names.push(MFU_LOGGED_CORRECTED);
         }
+        if self.window.is_some_and(|n| n > 0) {
+            names.extend(ROLLING_COLUMNS);
+        }
         names
     }
 
@@ -48,13 +55,17 @@ impl EnrichOptions {
         Extras {
             hfu: self.recompute == Recompute::Full,
             logged_peak_flops: self.logged_peak_flops,
+            window: self.window,
         }
     }
 }
 
 /// Whether `name` is one of the columns mfu adds.
 pub fn is_added_column(name: &str) -> bool {
-    OUTPUT_COLUMNS.contains(&name) || HFU_COLUMNS.contains(&name) || name == MFU_LOGGED_CORRECTED
+    OUTPUT_COLUMNS.contains(&name)
+        || HFU_COLUMNS.contains(&name)
+        || ROLLING_COLUMNS.contains(&name)
+        || name == MFU_LOGGED_CORRECTED
 }
 
 /// An enriched table and what was seen making it.
@@ -67,6 +78,8 @@ pub struct Enriched {
     pub non_numeric: Vec<(String, usize)>,
     /// Input columns renamed because their names are taken by added columns: (old, new).
     pub renamed: Vec<(String, String)>,
+    /// The typed field values the columns were computed from (for summaries).
+    pub values: FieldValues,
 }
 
 /// Errors enriching one table.
@@ -99,7 +112,7 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     let mapping = map_columns(&name_refs, &options.columns)?;
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
-    let non_numeric = values.non_numeric;
+    let non_numeric = values.non_numeric.clone();
 
     // A log may carry a column with one of our names (a trainer's own tokens_per_second): keep it, renamed.
     let mut renamed = Vec::new();
@@ -122,6 +135,47 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
         stats: computed.stats,
         non_numeric,
         renamed,
+        values,
+    })
+}
+
+/// Whether a table already carries the six columns mfu adds.
+pub fn is_enriched(df: &DataFrame) -> bool {
+    OUTPUT_COLUMNS
+        .iter()
+        .all(|c| df.get_column_names().iter().any(|n| n.as_str() == *c))
+}
+
+/// Reads a table mfu already enriched without recomputing it: its columns are kept as they are, and the
+/// fields are mapped leniently (nothing is required) so summaries can weigh its rows by step time.
+pub fn reuse_enriched(df: DataFrame, options: &EnrichOptions) -> Result<Enriched, EnrichError> {
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|n| !is_added_column(n) && n != SOURCE_FILE)
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut columns = options.columns.clone();
+    columns.lenient = true;
+    columns.allow_override = true;
+    let mapping = map_columns(&name_refs, &columns)?;
+    let values = extract(&df, &mapping, columns.model.as_ref())?;
+    let mfu = df
+        .column(crate::compute::MFU_WALL_CLOCK)?
+        .cast(&DataType::Float64)?;
+    let stats = ComputeStats {
+        rows: df.height(),
+        null_mfu_rows: mfu.null_count(),
+        ..Default::default()
+    };
+    Ok(Enriched {
+        non_numeric: values.non_numeric.clone(),
+        frame: df,
+        mapping,
+        stats,
+        renamed: Vec::new(),
+        values,
     })
 }
 
@@ -139,10 +193,35 @@ pub fn output_metadata(options: &EnrichOptions) -> Metadata {
     } else {
         &[]
     };
+    let rolling_definitions: Vec<(&str, &str, String)> = match options.window {
+        Some(n) if n > 0 => [
+            (ROLLING_COLUMNS[0], "fraction", "mfu_wall_clock"),
+            (ROLLING_COLUMNS[1], "fraction", "mfu_fwd_bwd"),
+            (ROLLING_COLUMNS[2], "tokens/s", "tokens_per_second"),
+        ]
+        .iter()
+        .map(|(name, unit, of)| {
+            (
+                *name,
+                *unit,
+                format!(
+                    "mean of the non-null {of} over this row and the {} before it in the run",
+                    n - 1
+                ),
+            )
+        })
+        .collect(),
+        _ => Vec::new(),
+    };
+    let rolling: Vec<(&str, &str, &str)> = rolling_definitions
+        .iter()
+        .map(|(a, b, c)| (*a, *b, c.as_str()))
+        .collect();
     let columns: serde_json::Map<String, serde_json::Value> = COLUMN_DEFINITIONS
         .iter()
         .chain(hfu)
         .chain(logged)
+        .chain(rolling.iter())
         .map(|(name, unit, definition)| {
             (
                 name.to_string(),
@@ -215,6 +294,7 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
             .iter()
             .chain(&HFU_COLUMNS)
             .chain(&[MFU_LOGGED_CORRECTED])
+            .chain(&ROLLING_COLUMNS)
         {
             if let Ok(c) = df.column(name) {
                 columns.push(c.clone());
@@ -259,6 +339,7 @@ mod tests {
             )),
             recompute: Recompute::None,
             logged_peak_flops: None,
+            window: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub mod compute;
 pub mod enrich;
 pub mod flops;
 pub mod peaks;
+pub mod plot;
 pub mod read;
+pub mod summary;
 pub mod values;
 pub mod write;

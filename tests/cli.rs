@@ -5,6 +5,8 @@ mod util;
 mod cmd_enrich;
 mod cmd_lookup;
 mod cmd_peaks;
+mod cmd_plot;
+mod cmd_summary;
 mod flops;
 mod peak_table;
 mod shapes;

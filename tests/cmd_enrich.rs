@@ -664,3 +664,41 @@ fn outputs_are_byte_identical_whatever_the_thread_count() {
         );
     }
 }
+
+#[test]
+fn window_adds_rolling_means_within_each_run() {
+    let wd = Workdir::new("enrich_window");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(fixtures().join("summary_runs.csv"))
+        .args(["-o", "-", "--window", "2", "-q"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows = csv_rows(&String::from_utf8(out).unwrap());
+    let header: Vec<&String> = rows[0].keys().collect();
+    assert!(header.iter().any(|h| *h == "mfu_wall_clock_rolling"));
+    let tps = |i: usize| num(&rows[i]["tokens_per_second"]).unwrap();
+    // Row 2 of alpha: mean of rows 1 and 2; row 4 (beta's first): its own value only.
+    assert!(close(
+        num(&rows[1]["tokens_per_second_rolling"]),
+        (tps(0) + tps(1)) / 2.0
+    ));
+    assert!(close(
+        num(&rows[3]["tokens_per_second_rolling"]),
+        (tps(2) + tps(3)) / 2.0
+    ));
+    assert!(close(num(&rows[4]["tokens_per_second_rolling"]), tps(4)));
+    let mfu = |i: usize| num(&rows[i]["mfu_wall_clock"]).unwrap();
+    assert!(close(
+        num(&rows[2]["mfu_wall_clock_rolling"]),
+        (mfu(1) + mfu(2)) / 2.0
+    ));
+    assert_eq!(
+        rows[4]["mfu_wall_clock_rolling"], "",
+        "unknown device: no MFU to average"
+    );
+}

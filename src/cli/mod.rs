@@ -5,6 +5,9 @@ mod enrich;
 mod flops;
 mod lookup;
 mod peaks;
+mod plot;
+mod source;
+mod summary;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +34,8 @@ pub enum Command {
     Enrich(Box<enrich::EnrichArgs>),
     Flops(flops::FlopsArgs),
     Peaks(peaks::PeaksArgs),
+    Plot(Box<plot::PlotArgs>),
+    Summary(Box<summary::SummaryArgs>),
     Lookup(lookup::LookupArgs),
 }
 
@@ -40,6 +45,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Enrich(args) => enrich::run(&args),
         Command::Flops(args) => flops::run(&args),
         Command::Peaks(args) => peaks::run(&args),
+        Command::Plot(args) => plot::run(&args),
+        Command::Summary(args) => summary::run(&args),
         Command::Lookup(args) => lookup::run(&args),
     }
 }

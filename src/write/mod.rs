@@ -112,6 +112,22 @@ pub fn write_file(
     if !force && path.exists() {
         return Err(WriteError::Exists { path: shown });
     }
+    let mut tmp = temporary_beside(path, ".tmp").map_err(io)?;
+    {
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        format.writer().write(df, metadata, &mut buffered)?;
+        buffered.flush().map_err(io)?;
+    }
+    publish(tmp, path, force).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => WriteError::Exists {
+            path: shown.clone(),
+        },
+        _ => io(e),
+    })
+}
+
+/// A temporary file beside `path` to write into before [`publish`]ing it.
+pub fn temporary_beside(path: &Path, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -120,29 +136,27 @@ pub fn write_file(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".into());
-    let mut tmp = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix(&format!(".{file_name}."))
-        .suffix(".tmp")
+        .suffix(suffix)
         .tempfile_in(&dir)
-        .map_err(io)?;
+}
+
+/// Syncs a finished temporary file, gives it ordinary permissions (rw-r--r--, not the temporary file's
+/// private ones) and renames it to `path`. Without `force` an existing `path` is not replaced
+/// (`AlreadyExists`).
+pub fn publish(tmp: tempfile::NamedTempFile, path: &Path, force: bool) -> std::io::Result<()> {
+    tmp.as_file().sync_all()?;
+    #[cfg(unix)]
     {
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        format.writer().write(df, metadata, &mut buffered)?;
-        buffered.flush().map_err(io)?;
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
-    tmp.as_file().sync_all().map_err(io)?;
     if force {
-        tmp.persist(path).map_err(|e| io(e.error))?;
+        tmp.persist(path).map_err(|e| e.error)?;
     } else {
-        tmp.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                WriteError::Exists {
-                    path: shown.clone(),
-                }
-            } else {
-                io(e.error)
-            }
-        })?;
+        tmp.persist_noclobber(path).map_err(|e| e.error)?;
     }
     Ok(())
 }

@@ -1,0 +1,395 @@
+//! The options every data command shares (inputs, shapes, columns, constants, peaks) and the parallel
+//! read-and-enrich stage behind `enrich`, `summary` and `plot`.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use mfu::columns::{ColumnOptions, Constants, Field, FieldSource, ModelFlops, TimeUnit};
+use mfu::enrich::{enrich_frame, is_enriched, reuse_enriched, EnrichOptions, Enriched};
+use mfu::flops::ModelConfig;
+use mfu::peaks::{parse_precision, Dtype};
+use mfu::read::{expand_inputs, read_input, Input, InputFormat, ReadOptions, RowKinds, Shape};
+
+use super::{AttentionArg, PeakTableArgs, RecomputeArg};
+
+/// Where the rows come from and how their fields are read: shared by enrich, summary and plot.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Files, folders (searched recursively for known extensions), glob patterns, or - for standard input.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
+
+    /// Read inputs as this format whatever their names (required for standard input).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormatArg>,
+
+    /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
+    /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt.
+    #[arg(long, value_name = "SHAPE")]
+    pub shape: Option<Shape>,
+
+    /// Which rows of an HF Trainer state to keep: train (steps only), eval, or all (with a row_kind
+    /// column).
+    #[arg(long, value_name = "KIND", default_value = "train")]
+    pub rows: RowKinds,
+
+    /// Read a text log: each line matching this regular expression becomes a row, one column per named
+    /// group, e.g. '^step (?P<step>\d+) time (?P<step_time_ms>[\d.]+)ms'.
+    #[arg(long, value_name = "REGEX", value_parser = parse_line_regex)]
+    pub line_regex: Option<regex::Regex>,
+
+    /// This field's column is a running total (elapsed time, tokens seen) whatever its name: differenced
+    /// into per-step values. Repeatable.
+    #[arg(long, value_name = "FIELD")]
+    pub cumulative: Vec<Field>,
+
+    /// A W&B wandb-metadata.json: supplies the device name (gpu, or gpu_nvidia[].name) and the device
+    /// count (gpu_count) unless --device or --num-devices is given.
+    #[arg(long, value_name = "FILE")]
+    pub metadata: Option<PathBuf>,
+
+    /// The peak FLOP/s a log's own MFU column was computed against (TRL's old default 989.5e12, nanoGPT's
+    /// 312e12): adds mfu_logged_corrected = logged MFU x F / peak_flops_per_device.
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub logged_peak_flops: Option<f64>,
+
+    /// Use COLUMN for FIELD instead of detecting it (FIELD: run_id, step, step_time, fwd_bwd_time, tokens,
+    /// num_devices, device_name, dtype, flops_per_token). Repeatable.
+    #[arg(long = "map", value_name = "FIELD=COLUMN", value_parser = parse_mapping)]
+    pub map: Vec<(Field, String)>,
+
+    /// Device name for every row, as a framework prints it (e.g. "NVIDIA H100 80GB HBM3"); a list of names,
+    /// one per rank, separated by ';'.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+
+    /// Training precision for every row (bf16, fp16, fp32, tf32, fp8, or spellings such as bf16-mixed).
+    #[arg(long, value_name = "D", value_parser = parse_precision_arg)]
+    pub dtype: Option<String>,
+
+    /// What precision "no" (accelerate's mixed_precision) means: the model's own dtype.
+    #[arg(long, value_name = "D")]
+    pub model_dtype: Option<Dtype>,
+
+    /// Number of training devices for every row.
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub num_devices: Option<f64>,
+
+    /// Model FLOPs per token (forward + backward, about 6 x parameters plus attention) for every row.
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub flops_per_token: Option<f64>,
+
+    /// Tokens per optimizer step (all devices together) for every row.
+    #[arg(long, value_name = "T", value_parser = parse_positive)]
+    pub tokens_per_step: Option<f64>,
+
+    /// Compute flops_per_token from this model config.json when the log has no such column (needs
+    /// --seq-len or a seq_len column). See `mfu flops` for the convention.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+
+    /// Training sequence length, for --model-config.
+    #[arg(long, value_name = "S", value_parser = parse_positive)]
+    pub seq_len: Option<f64>,
+
+    /// How attention FLOPs are counted with --model-config.
+    #[arg(long, value_enum, default_value_t = AttentionArg::Full)]
+    pub attention: AttentionArg,
+
+    /// With `full`, also write hfu_wall_clock and hfu_fwd_bwd (MFU x 4/3: hardware FLOPs under full
+    /// activation recomputation).
+    #[arg(long, value_enum, default_value_t = RecomputeArg::None)]
+    pub recompute: RecomputeArg,
+
+    /// Let --device, --dtype, --num-devices, --flops-per-token and --tokens-per-step replace a column the
+    /// file has (otherwise that is an error).
+    #[arg(long = "override")]
+    pub override_columns: bool,
+
+    /// Unit of every duration column, whatever its name says (default: from the name, else seconds).
+    #[arg(long, value_name = "UNIT")]
+    pub time_unit: Option<TimeUnit>,
+
+    /// Threads for processing inputs in parallel (default: one per core).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Print, for each input, its format, rows and which column or constant supplies each field.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    #[command(flatten)]
+    pub table: PeakTableArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InputFormatArg {
+    Jsonl,
+    Csv,
+    Tsv,
+    Parquet,
+}
+
+impl From<InputFormatArg> for InputFormat {
+    fn from(f: InputFormatArg) -> InputFormat {
+        match f {
+            InputFormatArg::Jsonl => InputFormat::Jsonl,
+            InputFormatArg::Csv => InputFormat::Csv,
+            InputFormatArg::Tsv => InputFormat::Tsv,
+            InputFormatArg::Parquet => InputFormat::Parquet,
+        }
+    }
+}
+
+fn parse_line_regex(s: &str) -> Result<regex::Regex, String> {
+    mfu::read::shapes::text::compile(s)
+}
+
+fn parse_mapping(s: &str) -> Result<(Field, String), String> {
+    let (field, column) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not FIELD=COLUMN"))?;
+    if column.is_empty() {
+        return Err(format!("'{s}': the column name is empty"));
+    }
+    Ok((field.parse()?, column.to_string()))
+}
+
+fn parse_precision_arg(s: &str) -> Result<String, String> {
+    match parse_precision(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!(
+            "unknown precision '{s}': expected fp64, fp32, tf32, bf16, fp16, fp8, int8, no, or a spelling such as torch.bfloat16 or bf16-mixed"
+        )),
+    }
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' must be a positive number")),
+    }
+}
+
+/// Everything needed to read and enrich the inputs, decided once before any data is read.
+pub struct Pipeline {
+    pub inputs: Vec<Input>,
+    pub read: ReadOptions,
+    pub options: EnrichOptions,
+    jobs: Option<usize>,
+    verbose: bool,
+}
+
+/// One input, read and enriched.
+pub struct Loaded {
+    pub enriched: Enriched,
+    /// Things the user should know (non-numeric cells, renamed columns, missing timing).
+    pub warnings: Vec<String>,
+}
+
+impl SourceArgs {
+    /// Expands the inputs and resolves every option; `window` is enrich's rolling-mean width.
+    pub fn pipeline(&self, window: Option<usize>) -> anyhow::Result<Pipeline> {
+        let inputs = expand_inputs(&self.inputs)?;
+        let format = self.input_format.map(InputFormat::from);
+        if inputs.iter().any(|i| i.path.is_none()) && format.is_none() {
+            anyhow::bail!("reading standard input needs --input-format jsonl|csv|tsv|parquet");
+        }
+        let (meta_device, meta_devices) = match &self.metadata {
+            Some(path) => wandb_metadata(path)?,
+            None => (None, None),
+        };
+        let resolver = Arc::new(self.table.resolver(self.model_dtype)?);
+        let options = EnrichOptions {
+            columns: ColumnOptions {
+                map: self.map.clone(),
+                time_unit: self.time_unit,
+                constants: Constants {
+                    device: self.device.clone().or(meta_device),
+                    dtype: self.dtype.clone(),
+                    num_devices: self.num_devices.or(meta_devices),
+                    flops_per_token: self.flops_per_token,
+                    tokens_per_step: self.tokens_per_step,
+                    seq_len: self.seq_len,
+                },
+                allow_override: self.override_columns,
+                model: model_flops(self)?,
+                cumulative: self.cumulative.clone(),
+                timing_optional: false,
+                lenient: false,
+            },
+            resolver,
+            recompute: self.recompute.into(),
+            logged_peak_flops: self.logged_peak_flops,
+            window,
+        };
+        Ok(Pipeline {
+            inputs,
+            read: ReadOptions {
+                format,
+                shape: self.shape,
+                rows: self.rows,
+                line_regex: self.line_regex.clone(),
+            },
+            options,
+            jobs: self.jobs,
+            verbose: self.verbose,
+        })
+    }
+}
+
+impl Pipeline {
+    /// Reads and enriches one input. With `reuse`, a table that already has mfu's columns is taken as it
+    /// is (for summaries and plots of enriched files).
+    pub fn load(&self, input: &Input, reuse: bool) -> anyhow::Result<Loaded> {
+        let read = read_input(input, &self.read)?;
+        let rows = read.frame.height();
+        let enriched = if reuse && is_enriched(&read.frame) {
+            reuse_enriched(read.frame, &self.options)
+        } else if read.shape.timing_optional() {
+            let mut shaped = self.options.clone();
+            shaped.columns.timing_optional = true;
+            enrich_frame(read.frame, &shaped)
+        } else {
+            enrich_frame(read.frame, &self.options)
+        }
+        .with_context(|| input.display.clone())?;
+        if self.verbose {
+            eprintln!(
+                "mfu: {}: {} log, {rows} rows; {}",
+                input.display,
+                read.shape,
+                enriched.mapping.describe()
+            );
+            for note in &read.notes {
+                eprintln!("mfu: {}: {note}", input.display);
+            }
+        }
+        let mut warnings = Vec::new();
+        for (column, cells) in &enriched.non_numeric {
+            warnings.push(format!(
+                "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
+                input.display,
+                if *cells == 1 { " is" } else { "s are" }
+            ));
+        }
+        for (old, new) in &enriched.renamed {
+            warnings.push(format!(
+                "{}: the input's own column '{old}' is kept as '{new}'",
+                input.display
+            ));
+        }
+        if enriched.mapping.source(Field::StepTime) == &FieldSource::Missing {
+            warnings.push(format!(
+                "{}: this {} log has no step timing: throughput and MFU are null",
+                input.display, read.shape
+            ));
+        }
+        if self.options.logged_peak_flops.is_some()
+            && enriched.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
+        {
+            warnings.push(format!(
+                "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
+                input.display
+            ));
+        }
+        Ok(Loaded { enriched, warnings })
+    }
+
+    /// Runs `work` on every input in parallel (at most `--jobs` threads), results in input order.
+    pub fn for_each_input<T, F>(&self, work: F) -> anyhow::Result<Vec<anyhow::Result<T>>>
+    where
+        T: Send,
+        F: Fn(usize, &Input) -> anyhow::Result<T> + Sync,
+    {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs.unwrap_or(0))
+            .build()
+            .context("starting worker threads")?;
+        Ok(pool.install(|| {
+            self.inputs
+                .par_iter()
+                .enumerate()
+                .map(|(i, input)| work(i, input))
+                .collect()
+        }))
+    }
+}
+
+/// Device name and count from a W&B wandb-metadata.json.
+fn wandb_metadata(path: &Path) -> anyhow::Result<(Option<String>, Option<f64>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let listed: Vec<String> = doc
+        .get("gpu_nvidia")
+        .and_then(|g| g.as_array())
+        .map(|gpus| {
+            gpus.iter()
+                .filter_map(|g| g.get("name").and_then(|n| n.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let device = match doc.get("gpu").and_then(|g| g.as_str()) {
+        Some(name) => Some(name.to_string()),
+        None if listed.is_empty() => None,
+        // Several GPUs: one name per rank, the list form the resolver averages over.
+        None if listed.iter().all(|n| *n == listed[0]) => Some(listed[0].clone()),
+        None => Some(listed.join(";")),
+    };
+    let count = doc
+        .get("gpu_count")
+        .and_then(|c| c.as_f64())
+        .filter(|c| *c > 0.0)
+        .or_else(|| (!listed.is_empty()).then_some(listed.len() as f64));
+    if device.is_none() {
+        anyhow::bail!("{}: no 'gpu' or 'gpu_nvidia' entry", path.display());
+    }
+    Ok((device, count))
+}
+
+/// Reads --model-config and checks it can be counted, before any log is read.
+fn model_flops(args: &SourceArgs) -> anyhow::Result<Option<ModelFlops>> {
+    let Some(path) = &args.model_config else {
+        return Ok(None);
+    };
+    let config = ModelConfig::from_file(path)?;
+    mfu::flops::flops_per_token(
+        &config,
+        args.seq_len.map_or(1, |s| s as u64).max(1),
+        args.attention.into(),
+        args.recompute.into(),
+    )?;
+    Ok(Some(ModelFlops {
+        config,
+        attention: args.attention.into(),
+    }))
+}
+
+pub fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::ComputeStats) {
+    total.rows += s.rows;
+    total.null_mfu_rows += s.null_mfu_rows;
+    total.bad_step_time_rows += s.bad_step_time_rows;
+    total.bad_count_rows += s.bad_count_rows;
+    total.mfu_above_one_rows += s.mfu_above_one_rows;
+}
+
+pub fn progress_bar(files: usize, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar =
+        ProgressBar::with_draw_target(Some(files as u64), ProgressDrawTarget::stderr_with_hz(5));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}  eta {eta}")
+            .expect("valid template"),
+    );
+    bar
+}

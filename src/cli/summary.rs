@@ -1,0 +1,293 @@
+//! `mfu summary`: one row per run.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use mfu::columns::{Field, FieldSource};
+use mfu::summary::{summarize, to_frame, GroupBy, RunSummary, SummaryInput};
+use mfu::write::{write_file, write_stdout, OutputFormat};
+
+use super::source::{Loaded, SourceArgs};
+use super::{aligned_table, tflops_text};
+
+/// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
+///
+/// Reads raw logs (enriching them with the same flags as `mfu enrich`) or tables mfu already enriched.
+/// A run is a value of --by (default: the run_id field, else each input file). Its MFU is
+/// sum(tokens x flops_per_token) / sum(num_devices x peak x step_time), not a mean of per-step MFU; p10,
+/// p50 and p90 are of the per-step values. Flags: unknown device, mfu above 1, fewer than 10 steps.
+///
+/// Examples:
+///   mfu summary fixtures/runs.jsonl
+///   mfu summary enriched.parquet --skip-steps 20 --format csv -o runs.csv
+///   mfu summary logs/ --by run --by dtype --format json
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct SummaryArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Group rows into runs by this column (or a field name such as run_id). Repeatable. A key named like
+    /// a summary column (dtype, device, ...) is written as by_<key>.
+    #[arg(long = "by", value_name = "KEY")]
+    pub by: Vec<String>,
+
+    /// Leave each run's first N steps (warm-up) out of the aggregates.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_steps: u64,
+
+    /// Output format; default: table on a terminal (MFU in percent), csv otherwise (fractions).
+    #[arg(long, value_enum)]
+    pub format: Option<SummaryFormat>,
+
+    /// Write to FILE instead of standard output (format from its extension unless --format).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    /// Aligned columns, MFU in percent with one decimal.
+    Table,
+    Csv,
+    /// A JSON array of objects.
+    Json,
+    Parquet,
+}
+
+/// Resolves a --by key for one input: a field name means the column mapped to it.
+fn group_column(key: &str, loaded: &Loaded) -> Option<String> {
+    let names = loaded.enriched.frame.get_column_names();
+    if names.iter().any(|n| n.as_str() == key) {
+        return Some(key.to_string());
+    }
+    let field: Field = key.parse().ok()?;
+    match loaded.enriched.mapping.source(field) {
+        FieldSource::Column { name, .. } => Some(name.clone()),
+        _ => None,
+    }
+}
+
+pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
+    let pipeline = args.source.pipeline(None)?;
+    let results = pipeline.for_each_input(|_, input| pipeline.load(input, true))?;
+    let mut loaded = Vec::new();
+    let mut failed = false;
+    for (input, r) in pipeline.inputs.iter().zip(results) {
+        match r {
+            Ok(l) => {
+                for w in &l.warnings {
+                    eprintln!("mfu: warning: {w}");
+                }
+                loaded.push((input.display.clone(), l));
+            }
+            Err(e) => {
+                eprintln!("mfu: error: {e:#}");
+                failed = true;
+            }
+        }
+    }
+    if loaded.is_empty() {
+        bail!("no input could be read");
+    }
+
+    // Keys: --by as given; else run_id where an input has it, the input's name where it has not.
+    let (key_names, groups): (Vec<String>, Vec<GroupBy>) = if args.by.is_empty() {
+        let any_run = loaded
+            .iter()
+            .any(|(_, l)| group_column("run_id", l).is_some());
+        let groups = loaded
+            .iter()
+            .map(|(_, l)| match group_column("run_id", l) {
+                Some(c) => GroupBy::Columns(vec![c]),
+                None => GroupBy::File,
+            })
+            .collect();
+        let name = if any_run { "run_id" } else { "source_file" };
+        (vec![name.to_string()], groups)
+    } else {
+        let mut groups = Vec::new();
+        for (display, l) in &loaded {
+            let mut cols = Vec::new();
+            for key in &args.by {
+                cols.push(group_column(key, l).with_context(|| {
+                    format!("--by {key}: {display} has no such column or field")
+                })?);
+            }
+            groups.push(GroupBy::Columns(cols));
+        }
+        let names = args
+            .by
+            .iter()
+            .map(|k| {
+                if mfu::summary::SUMMARY_COLUMNS.contains(&k.as_str()) {
+                    format!("by_{k}")
+                } else {
+                    k.clone()
+                }
+            })
+            .collect();
+        (names, groups)
+    };
+    let inputs: Vec<SummaryInput> = loaded
+        .iter()
+        .zip(groups)
+        .map(|((display, l), group)| SummaryInput {
+            source: display,
+            frame: &l.enriched.frame,
+            values: &l.enriched.values,
+            device_column: match l.enriched.mapping.source(Field::DeviceName) {
+                FieldSource::Column { name, .. } => Some(name.as_str()),
+                _ => None,
+            },
+            group,
+        })
+        .collect();
+    let runs = summarize(&inputs, args.skip_steps as f64)?;
+
+    let format = args.format.unwrap_or_else(|| {
+        match args.output.as_deref().and_then(OutputFormat::from_path) {
+            Some(OutputFormat::Parquet) => SummaryFormat::Parquet,
+            Some(OutputFormat::Csv) => SummaryFormat::Csv,
+            Some(OutputFormat::Jsonl) => SummaryFormat::Json,
+            None => match super::list_format_or_default(None) {
+                super::ListFormat::Table if args.output.is_none() => SummaryFormat::Table,
+                _ => SummaryFormat::Csv,
+            },
+        }
+    });
+    let metadata = vec![(
+        "mfu.version".to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    )];
+    match format {
+        SummaryFormat::Table | SummaryFormat::Json => {
+            let text = if format == SummaryFormat::Table {
+                table_text(&key_names, &runs)
+            } else {
+                json_text(&key_names, &runs)?
+            };
+            match &args.output {
+                Some(path) => write_text(path, &text, args.force)?,
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())?;
+                    out.flush()?;
+                }
+            }
+        }
+        SummaryFormat::Csv | SummaryFormat::Parquet => {
+            let out_format = if format == SummaryFormat::Csv {
+                OutputFormat::Csv
+            } else {
+                OutputFormat::Parquet
+            };
+            let mut df = to_frame(&key_names, &runs)?;
+            match &args.output {
+                Some(path) => write_file(path, out_format, &mut df, &metadata, args.force)?,
+                None => write_stdout(out_format, &mut df, &metadata)?,
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn write_text(path: &std::path::Path, text: &str, force: bool) -> anyhow::Result<()> {
+    if !force && path.exists() {
+        bail!(
+            "{}: already exists; add --force to replace it",
+            path.display()
+        );
+    }
+    let mut tmp = mfu::write::temporary_beside(path, ".tmp")
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.write_all(text.as_bytes())?;
+    mfu::write::publish(tmp, path, force).with_context(|| format!("writing {}", path.display()))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |m| format!("{:.1}", m * 100.0))
+}
+
+fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
+    let mut header: Vec<&str> = keys.iter().map(String::as_str).collect();
+    header.extend([
+        "device",
+        "dtype",
+        "devices",
+        "steps",
+        "tokens/s",
+        "MFU %",
+        "MFU fwd+bwd %",
+        "p10 %",
+        "p50 %",
+        "p90 %",
+        "peak TFLOP/s",
+        "flags",
+    ]);
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let mut row: Vec<String> = r
+                .keys
+                .iter()
+                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            row.extend([
+                r.device.clone().unwrap_or_else(|| "-".into()),
+                r.dtype.clone().unwrap_or_else(|| "-".into()),
+                r.num_devices.map_or("-".into(), |n| format!("{n}")),
+                r.steps.to_string(),
+                r.tokens_per_second
+                    .map_or("-".into(), |t| format!("{t:.0}")),
+                pct(r.mfu_wall_clock),
+                pct(r.mfu_fwd_bwd),
+                pct(r.mfu_wall_clock_p10),
+                pct(r.mfu_wall_clock_p50),
+                pct(r.mfu_wall_clock_p90),
+                r.peak_flops_per_device.map_or("-".into(), tflops_text),
+                r.flags.join("; "),
+            ]);
+            row
+        })
+        .collect();
+    aligned_table(&header, &rows)
+}
+
+fn json_text(keys: &[String], runs: &[RunSummary]) -> anyhow::Result<String> {
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let mut o = serde_json::Map::new();
+            for (k, v) in keys.iter().zip(&r.keys) {
+                o.insert(k.clone(), serde_json::json!(v));
+            }
+            let fields = serde_json::json!({
+                "device": r.device, "dtype": r.dtype, "num_devices": r.num_devices, "steps": r.steps,
+                "first_step": r.first_step, "last_step": r.last_step, "tokens": r.tokens,
+                "step_time_total_s": r.step_time_total_s, "tokens_per_second": r.tokens_per_second,
+                "mfu_wall_clock": r.mfu_wall_clock, "mfu_fwd_bwd": r.mfu_fwd_bwd,
+                "mfu_wall_clock_p10": r.mfu_wall_clock_p10, "mfu_wall_clock_p50": r.mfu_wall_clock_p50,
+                "mfu_wall_clock_p90": r.mfu_wall_clock_p90,
+                "peak_flops_per_device": r.peak_flops_per_device, "flags": r.flags.join(";"),
+            });
+            for name in mfu::summary::SUMMARY_COLUMNS {
+                o.insert(name.to_string(), fields[name].clone());
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}

@@ -1,0 +1,235 @@
+//! Line charts of a metric against step, one line per run, as SVG or PNG (plotters).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::prelude::*;
+
+/// One run's line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text: the run and its device.
+    pub label: String,
+    /// (step, value) points, in step order; null values are left out by the caller.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What the chart shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Multiply values by this for display (100 for MFU shown in percent).
+    pub y_scale: f64,
+    pub series: Vec<Series>,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Image formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    Svg,
+    Png,
+}
+
+impl ImageFormat {
+    pub fn from_path(path: &Path) -> Option<ImageFormat> {
+        match path.extension()?.to_str()?.to_ascii_lowercase().as_str() {
+            "svg" => Some(ImageFormat::Svg),
+            "png" => Some(ImageFormat::Png),
+            _ => None,
+        }
+    }
+}
+
+/// Errors drawing a chart.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("no data to plot: every value of the metric is null")]
+    Empty,
+    #[error("no font found to draw text: install DejaVu Sans (Debian: fonts-dejavu-core) or set MFU_FONT to a .ttf file")]
+    NoFont,
+    #[error("drawing failed: {0}")]
+    Draw(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Font files tried, in order, after `$MFU_FONT`.
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/local/share/fonts/DejaVuSans.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+    "/Library/Fonts/Arial.ttf",
+    "C:\\Windows\\Fonts\\arial.ttf",
+];
+
+/// Distinct, print-safe line colours (the Tableau 10 palette).
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Registers a sans-serif font with plotters once per process.
+fn ensure_font() -> Result<(), PlotError> {
+    static FONT: OnceLock<bool> = OnceLock::new();
+    let ok = *FONT.get_or_init(|| {
+        let candidates = std::env::var_os("MFU_FONT")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(FONT_PATHS.iter().map(PathBuf::from));
+        for path in candidates {
+            if let Ok(bytes) = std::fs::read(&path) {
+                // plotters keeps fonts for the life of the process.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return true;
+                }
+            }
+        }
+        false
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(PlotError::NoFont)
+    }
+}
+
+/// Draws `chart` into `path` in `format`, atomically: into a temporary file beside it, then renamed. Without
+/// `force` an existing `path` is not replaced.
+pub fn draw(chart: &Chart, path: &Path, format: ImageFormat, force: bool) -> Result<(), PlotError> {
+    let io = |source| PlotError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let suffix = match format {
+        ImageFormat::Svg => ".svg",
+        ImageFormat::Png => ".png",
+    };
+    let tmp = crate::write::temporary_beside(path, suffix).map_err(io)?;
+    draw_to(chart, tmp.path(), format)?;
+    crate::write::publish(tmp, path, force).map_err(io)
+}
+
+fn draw_to(chart: &Chart, path: &Path, format: ImageFormat) -> Result<(), PlotError> {
+    ensure_font()?;
+    let points = chart.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    let mut any = false;
+    for &(x, y) in points {
+        any = true;
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y * chart.y_scale);
+        y1 = y1.max(y * chart.y_scale);
+    }
+    if !any {
+        return Err(PlotError::Empty);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    // Start MFU and throughput at zero so runs compare by height; pad the top.
+    let y_lo = y0.min(0.0);
+    let y_hi = if y1 > y_lo {
+        y1 + (y1 - y_lo) * 0.08
+    } else {
+        y_lo + 1.0
+    };
+    let size = (chart.width, chart.height);
+    let err = |e: &dyn std::fmt::Display| PlotError::Draw(e.to_string());
+    match format {
+        ImageFormat::Svg => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
+            root.present().map_err(|e| err(&e))?;
+        }
+        ImageFormat::Png => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
+            root.present().map_err(|e| err(&e))?;
+        }
+    }
+    Ok(())
+}
+
+fn render<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Chart,
+    x: (f64, f64),
+    y: (f64, f64),
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let mut ctx = ChartBuilder::on(root)
+        .caption(&chart.title, ("sans-serif", 26))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x.0..x.1, y.0..y.1)?;
+    let whole = |v: &f64| {
+        if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v}")
+        }
+    };
+    let y_span = y.1 - y.0;
+    let y_text = move |v: &f64| {
+        if y_span >= 10.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    ctx.configure_mesh()
+        .x_desc(&chart.x_label)
+        .y_desc(&chart.y_label)
+        .x_label_formatter(&whole)
+        .y_label_formatter(&y_text)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .bold_line_style(RGBColor(220, 220, 220))
+        .light_line_style(RGBColor(246, 246, 246))
+        .draw()?;
+    for (i, s) in chart.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()].to_rgba();
+        let label = if s.points.is_empty() {
+            format!("{} - no values", s.label)
+        } else {
+            s.label.clone()
+        };
+        let scale = chart.y_scale;
+        ctx.draw_series(LineSeries::new(
+            s.points.iter().map(|&(px, py)| (px, py * scale)),
+            color.stroke_width(2),
+        ))?
+        .label(label)
+        .legend(move |(lx, ly)| {
+            PathElement::new(vec![(lx, ly), (lx + 24, ly)], color.stroke_width(3))
+        });
+    }
+    ctx.configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    Ok(())
+}

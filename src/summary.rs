@@ -1,0 +1,365 @@
+//! Per-run summaries of enriched tables.
+//!
+//! A run's MFU is aggregated as sum(tokens x flops_per_token) / sum(num_devices x peak x step_time) over its
+//! steps, not as the mean of per-step MFU: a slow step weighs as much as the time it took. Each row counts
+//! for the steps it covers (a row differenced from a running total logged every k steps covers k).
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use crate::columns::FieldValues;
+use crate::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, RESOLVED_DEVICE};
+
+/// Runs with fewer logged steps than this are flagged.
+pub const FEW_STEPS: usize = 10;
+
+/// How one input's rows are grouped into runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// By the values of these columns of the table.
+    Columns(Vec<String>),
+    /// The whole input is one run, keyed by its name.
+    File,
+}
+
+/// One enriched table, with the field values behind it.
+pub struct SummaryInput<'a> {
+    /// The input's name, for `GroupBy::File`.
+    pub source: &'a str,
+    pub frame: &'a DataFrame,
+    pub values: &'a FieldValues,
+    /// The column that holds the raw device name, for runs whose device is unknown.
+    pub device_column: Option<&'a str>,
+    /// How this input's rows form runs (the number of keys must be the same for every input).
+    pub group: GroupBy,
+}
+
+/// The summary of one run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunSummary {
+    pub keys: Vec<Option<String>>,
+    pub device: Option<String>,
+    pub dtype: Option<String>,
+    pub num_devices: Option<f64>,
+    pub steps: usize,
+    pub first_step: Option<f64>,
+    pub last_step: Option<f64>,
+    pub tokens: Option<f64>,
+    pub step_time_total_s: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    pub mfu_wall_clock: Option<f64>,
+    pub mfu_fwd_bwd: Option<f64>,
+    pub mfu_wall_clock_p10: Option<f64>,
+    pub mfu_wall_clock_p50: Option<f64>,
+    pub mfu_wall_clock_p90: Option<f64>,
+    pub peak_flops_per_device: Option<f64>,
+    pub flags: Vec<String>,
+}
+
+#[derive(Default)]
+struct Accumulator {
+    keys: Vec<Option<String>>,
+    devices: Vec<String>,
+    unknown_device: bool,
+    dtypes: Vec<String>,
+    num_devices: Vec<f64>,
+    rows: usize,
+    first_step: Option<f64>,
+    last_step: Option<f64>,
+    tokens: f64,
+    tokens_seen: bool,
+    time: f64,
+    time_seen: bool,
+    work: f64,
+    capacity: f64,
+    work_fb: f64,
+    capacity_fb: f64,
+    peaks: Vec<f64>,
+    mfus: Vec<f64>,
+    above_one: bool,
+}
+
+fn push_distinct<T: PartialEq>(list: &mut Vec<T>, v: T) {
+    if !list.contains(&v) {
+        list.push(v);
+    }
+}
+
+/// Column `name` of `df` as f64 values, when it exists.
+fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<f64>>>> {
+    match df.column(name) {
+        Ok(c) => Ok(Some(c.cast(&DataType::Float64)?.f64()?.iter().collect())),
+        Err(_) => Ok(None),
+    }
+}
+
+fn strings(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<String>>>> {
+    match df.column(name) {
+        Ok(c) => Ok(Some(
+            c.cast(&DataType::String)?
+                .str()?
+                .iter()
+                .map(|s| s.map(str::to_string))
+                .collect(),
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Summarises every run in `inputs`, runs in order of first appearance. `skip_steps` leaves out each run's
+/// first steps (warm-up): rows whose step is below the run's first step + `skip_steps`.
+pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<RunSummary>> {
+    let mut order: Vec<Vec<Option<String>>> = Vec::new();
+    let mut runs: HashMap<Vec<Option<String>>, Accumulator> = HashMap::new();
+    for input in inputs {
+        let df = input.frame;
+        let v = input.values;
+        let keys: Vec<Vec<Option<String>>> = match &input.group {
+            GroupBy::File => vec![vec![Some(input.source.to_string())]; df.height()],
+            GroupBy::Columns(cols) => {
+                let mut per_col = Vec::with_capacity(cols.len());
+                for c in cols {
+                    per_col.push(
+                        strings(df, c)?.ok_or_else(|| {
+                            polars_err!(ColumnNotFound: "--by {c}: {} has no such column", input.source)
+                        })?,
+                    );
+                }
+                (0..df.height())
+                    .map(|row| per_col.iter().map(|col| col[row].clone()).collect())
+                    .collect()
+            }
+        };
+        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?.unwrap_or_else(|| vec![None; df.height()]);
+        let mfu = f64s(df, MFU_WALL_CLOCK)?.unwrap_or_else(|| vec![None; df.height()]);
+        let mfu_fb = f64s(df, MFU_FWD_BWD)?.unwrap_or_else(|| vec![None; df.height()]);
+        let resolved = strings(df, RESOLVED_DEVICE)?.unwrap_or_else(|| vec![None; df.height()]);
+        let raw_device = match input.device_column {
+            Some(c) => strings(df, c)?,
+            None => None,
+        };
+        // Each run's first step, for skipping warm-up.
+        let mut first: HashMap<&Vec<Option<String>>, f64> = HashMap::new();
+        for (row, key) in keys.iter().enumerate() {
+            if let Some(s) = v.steps[row] {
+                let e = first.entry(key).or_insert(s);
+                *e = e.min(s);
+            }
+        }
+        for (row, key) in keys.iter().enumerate() {
+            if let (Some(step), Some(start)) = (v.steps[row], first.get(key)) {
+                if step < start + skip_steps {
+                    continue;
+                }
+            }
+            let acc = runs.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                Accumulator {
+                    keys: key.clone(),
+                    ..Default::default()
+                }
+            });
+            acc.rows += 1;
+            if let Some(s) = v.steps[row] {
+                acc.first_step = Some(acc.first_step.map_or(s, |f| f.min(s)));
+                acc.last_step = Some(acc.last_step.map_or(s, |l| l.max(s)));
+            }
+            match &resolved[row] {
+                Some(d) => push_distinct(&mut acc.devices, d.clone()),
+                None => {
+                    acc.unknown_device = true;
+                    let raw = raw_device
+                        .as_ref()
+                        .and_then(|r| r[row].clone())
+                        .or_else(|| v.device.get(row).map(str::to_string));
+                    if let Some(raw) = raw {
+                        push_distinct(&mut acc.devices, raw);
+                    }
+                }
+            }
+            if let Some(d) = v.dtype.get(row) {
+                let d =
+                    crate::peaks::parse_dtype(d).map_or(d.to_string(), |d| d.as_str().to_string());
+                push_distinct(&mut acc.dtypes, d);
+            }
+            let n = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
+            if let Some(n) = n {
+                push_distinct(&mut acc.num_devices, n);
+            }
+            let span = v.spans.as_ref().map_or(1.0, |s| s[row]);
+            let t = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
+            let t_fb = v
+                .fwd_bwd_time_s
+                .get(row)
+                .filter(|t| t.is_finite() && *t > 0.0);
+            let tokens = v.tokens.get(row).filter(|t| t.is_finite() && *t >= 0.0);
+            if let Some(t) = t {
+                acc.time += t * span;
+                acc.time_seen = true;
+            }
+            if let (Some(tok), Some(_)) = (tokens, t) {
+                acc.tokens += tok * span;
+                acc.tokens_seen = true;
+            }
+            if let Some(p) = peaks[row] {
+                push_distinct(&mut acc.peaks, p);
+            }
+            if let Some(m) = mfu[row] {
+                acc.mfus.push(m);
+                acc.above_one |= m > 1.0;
+            }
+            // Device-seconds weigh each row: work is what was done, capacity what the devices could do.
+            // Without a device count the count is taken as constant within the run, and cancels.
+            let devices = n.unwrap_or(1.0);
+            if let (Some(t), Some(p), Some(m)) = (t, peaks[row], mfu[row]) {
+                acc.work += m * p * devices * t * span;
+                acc.capacity += p * devices * t * span;
+            }
+            // mfu_fwd_bwd x peak x devices x fwd_bwd time is the same work, over the fwd+bwd time.
+            if let (Some(p), Some(mf), Some(tf)) = (peaks[row], mfu_fb[row], t_fb) {
+                acc.work_fb += mf * p * devices * tf * span;
+                acc.capacity_fb += p * devices * tf * span;
+            }
+        }
+    }
+    Ok(order
+        .into_iter()
+        .map(|k| finish(runs.remove(&k).expect("every ordered key has a run")))
+        .collect())
+}
+
+fn finish(acc: Accumulator) -> RunSummary {
+    let mut mfus = acc.mfus.clone();
+    mfus.sort_by(f64::total_cmp);
+    let mut flags = Vec::new();
+    if acc.unknown_device {
+        flags.push("unknown device".to_string());
+    }
+    if acc.above_one {
+        flags.push("mfu above 1".to_string());
+    }
+    if acc.rows < FEW_STEPS {
+        flags.push(format!("fewer than {FEW_STEPS} steps"));
+    }
+    if !acc.time_seen {
+        flags.push("no step timing".to_string());
+    }
+    if acc.num_devices.len() > 1 {
+        flags.push("num_devices varies".to_string());
+    }
+    if acc.peaks.len() > 1 {
+        flags.push("peak varies".to_string());
+    }
+    let tokens = acc.tokens_seen.then_some(acc.tokens);
+    let time = acc.time_seen.then_some(acc.time);
+    RunSummary {
+        keys: acc.keys,
+        device: (!acc.devices.is_empty()).then(|| acc.devices.join(";")),
+        dtype: (!acc.dtypes.is_empty()).then(|| acc.dtypes.join(";")),
+        num_devices: (acc.num_devices.len() == 1).then(|| acc.num_devices[0]),
+        steps: acc.rows,
+        first_step: acc.first_step,
+        last_step: acc.last_step,
+        tokens,
+        step_time_total_s: time,
+        tokens_per_second: tokens
+            .zip(time)
+            .filter(|(_, t)| *t > 0.0)
+            .map(|(k, t)| k / t),
+        mfu_wall_clock: (acc.capacity > 0.0).then(|| acc.work / acc.capacity),
+        mfu_fwd_bwd: (acc.capacity_fb > 0.0).then(|| acc.work_fb / acc.capacity_fb),
+        mfu_wall_clock_p10: quantile(&mfus, 0.1),
+        mfu_wall_clock_p50: quantile(&mfus, 0.5),
+        mfu_wall_clock_p90: quantile(&mfus, 0.9),
+        peak_flops_per_device: (acc.peaks.len() == 1).then(|| acc.peaks[0]),
+        flags,
+    }
+}
+
+/// The q-quantile of sorted values, interpolating linearly between neighbours (numpy's default).
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// Column names of the machine formats, after the key columns.
+pub const SUMMARY_COLUMNS: [&str; 16] = [
+    "device",
+    "dtype",
+    "num_devices",
+    "steps",
+    "first_step",
+    "last_step",
+    "tokens",
+    "step_time_total_s",
+    "tokens_per_second",
+    "mfu_wall_clock",
+    "mfu_fwd_bwd",
+    "mfu_wall_clock_p10",
+    "mfu_wall_clock_p50",
+    "mfu_wall_clock_p90",
+    "peak_flops_per_device",
+    "flags",
+];
+
+/// The summaries as a frame: the key columns (named `key_names`), then [`SUMMARY_COLUMNS`].
+pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataFrame> {
+    let mut columns: Vec<Column> = Vec::new();
+    for (i, name) in key_names.iter().enumerate() {
+        let v: Vec<Option<String>> = runs.iter().map(|r| r.keys[i].clone()).collect();
+        columns.push(Column::new(name.as_str().into(), v));
+    }
+    let f = |name: &str, get: &dyn Fn(&RunSummary) -> Option<f64>| {
+        Column::new(name.into(), runs.iter().map(get).collect::<Vec<_>>())
+    };
+    columns.push(Column::new(
+        "device".into(),
+        runs.iter().map(|r| r.device.clone()).collect::<Vec<_>>(),
+    ));
+    columns.push(Column::new(
+        "dtype".into(),
+        runs.iter().map(|r| r.dtype.clone()).collect::<Vec<_>>(),
+    ));
+    columns.push(f("num_devices", &|r| r.num_devices));
+    columns.push(Column::new(
+        "steps".into(),
+        runs.iter().map(|r| r.steps as u64).collect::<Vec<_>>(),
+    ));
+    columns.push(f("first_step", &|r| r.first_step));
+    columns.push(f("last_step", &|r| r.last_step));
+    columns.push(f("tokens", &|r| r.tokens));
+    columns.push(f("step_time_total_s", &|r| r.step_time_total_s));
+    columns.push(f("tokens_per_second", &|r| r.tokens_per_second));
+    columns.push(f("mfu_wall_clock", &|r| r.mfu_wall_clock));
+    columns.push(f("mfu_fwd_bwd", &|r| r.mfu_fwd_bwd));
+    columns.push(f("mfu_wall_clock_p10", &|r| r.mfu_wall_clock_p10));
+    columns.push(f("mfu_wall_clock_p50", &|r| r.mfu_wall_clock_p50));
+    columns.push(f("mfu_wall_clock_p90", &|r| r.mfu_wall_clock_p90));
+    columns.push(f("peak_flops_per_device", &|r| r.peak_flops_per_device));
+    columns.push(Column::new(
+        "flags".into(),
+        runs.iter().map(|r| r.flags.join(";")).collect::<Vec<_>>(),
+    ));
+    DataFrame::new(runs.len(), columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), Some(3.0));
+        assert_eq!(quantile(&v, 0.1), Some(1.4));
+        assert_eq!(quantile(&v, 0.9), Some(4.6));
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(quantile(&[7.0], 0.9), Some(7.0));
+    }
+}

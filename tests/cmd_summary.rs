@@ -1,0 +1,180 @@
+//! `mfu summary`: aggregates checked against hand computation on two runs, one on an unknown device.
+
+use serde_json::Value;
+
+use crate::util::{fixtures, Workdir};
+
+const H100: f64 = 989.4e12;
+
+fn summary_json(args: &[&str]) -> Vec<Value> {
+    let wd = Workdir::new("summary");
+    let out = wd
+        .mfu()
+        .arg("summary")
+        .arg(fixtures().join("summary_runs.csv"))
+        .args(["--format", "json"])
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn close(v: &Value, want: f64) -> bool {
+    v.as_f64()
+        .is_some_and(|x| ((x - want) / want).abs() < 1e-12)
+}
+
+#[test]
+fn aggregates_weigh_steps_by_time() {
+    let runs = summary_json(&[]);
+    assert_eq!(runs.len(), 2);
+    let a = &runs[0];
+    assert_eq!(a["run_id"], "alpha");
+    assert_eq!(a["device"], "H100 SXM5");
+    assert_eq!(a["dtype"], "bf16");
+    assert_eq!(a["num_devices"].as_f64(), Some(4.0));
+    assert_eq!(a["steps"], 4);
+    assert_eq!(
+        (a["first_step"].as_f64(), a["last_step"].as_f64()),
+        (Some(1.0), Some(4.0))
+    );
+    let tokens = 8192.0 * 3.0 + 4096.0;
+    let time = 4.0 + 2.0 + 2.5 + 2.0;
+    assert!(close(&a["tokens"], tokens));
+    assert!(close(&a["step_time_total_s"], time));
+    assert!(close(&a["tokens_per_second"], tokens / time));
+    // sum(tokens x flops_per_token) / sum(num_devices x peak x step_time), not a mean of per-step MFU.
+    assert!(close(
+        &a["mfu_wall_clock"],
+        tokens * 5e11 / (4.0 * H100 * time)
+    ));
+    let fb_time = 3.0 + 1.5 + 2.0 + 1.6;
+    assert!(close(
+        &a["mfu_fwd_bwd"],
+        tokens * 5e11 / (4.0 * H100 * fb_time)
+    ));
+    // Per-step MFU, sorted: 4096/2, 8192/4, 8192/2.5, 8192/2 tokens per second, x 5e11 / (4 x peak).
+    let mut per_step: Vec<f64> = [8192.0 / 4.0, 8192.0 / 2.0, 8192.0 / 2.5, 4096.0 / 2.0]
+        .iter()
+        .map(|tps| tps * 5e11 / (4.0 * H100))
+        .collect();
+    per_step.sort_by(f64::total_cmp);
+    // numpy-style linear interpolation: p10 at position 0.3, p50 at 1.5, p90 at 2.7.
+    let at = |pos: f64| {
+        let lo = pos.floor() as usize;
+        per_step[lo] + (per_step[lo + 1] - per_step[lo]) * (pos - lo as f64)
+    };
+    assert!(close(&a["mfu_wall_clock_p10"], at(0.3)));
+    assert!(close(&a["mfu_wall_clock_p50"], at(1.5)));
+    assert!(close(&a["mfu_wall_clock_p90"], at(2.7)));
+    assert!(close(&a["peak_flops_per_device"], H100));
+    assert_eq!(a["flags"], "fewer than 10 steps");
+
+    let b = &runs[1];
+    assert_eq!(b["run_id"], "beta");
+    assert_eq!(b["device"], "Acme Tensor Engine X9");
+    assert!(b["mfu_wall_clock"].is_null());
+    assert!(b["peak_flops_per_device"].is_null());
+    assert!(close(&b["tokens_per_second"], 2048.0));
+    assert_eq!(b["flags"], "unknown device;fewer than 10 steps");
+}
+
+#[test]
+fn skip_steps_leaves_out_warm_up() {
+    let runs = summary_json(&["--skip-steps", "1"]);
+    let a = &runs[0];
+    assert_eq!(a["steps"], 3);
+    assert_eq!(a["first_step"].as_f64(), Some(2.0));
+    let tokens = 8192.0 * 2.0 + 4096.0;
+    let time = 2.0 + 2.5 + 2.0;
+    assert!(close(
+        &a["mfu_wall_clock"],
+        tokens * 5e11 / (4.0 * H100 * time)
+    ));
+}
+
+#[test]
+fn csv_table_and_enriched_input_agree() {
+    let wd = Workdir::new("summary_formats");
+    let input = fixtures().join("summary_runs.csv");
+    wd.mfu()
+        .arg("enrich")
+        .arg(&input)
+        .args(["-o", "enriched.parquet", "-q"])
+        .assert()
+        .success();
+    let from_raw = wd
+        .mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["--format", "csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let from_enriched = wd
+        .mfu()
+        .args(["summary", "enriched.parquet", "--format", "csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(from_raw.clone()).unwrap();
+    let header = text.lines().next().unwrap();
+    assert_eq!(
+        header,
+        "run_id,device,dtype,num_devices,steps,first_step,last_step,tokens,step_time_total_s,tokens_per_second,mfu_wall_clock,mfu_fwd_bwd,mfu_wall_clock_p10,mfu_wall_clock_p50,mfu_wall_clock_p90,peak_flops_per_device,flags"
+    );
+    assert_eq!(
+        from_raw, from_enriched,
+        "the enriched table summarises the same"
+    );
+
+    let table = wd
+        .mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["--format", "table"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8(table).unwrap();
+    let want = format!("{:.1}", 28672.0 * 5e11 / (4.0 * H100 * 10.5) * 100.0);
+    let alpha = table.lines().find(|l| l.starts_with("alpha")).unwrap();
+    assert!(alpha.contains(&want), "{alpha} lacks {want}");
+
+    wd.mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["-o", "runs.parquet"])
+        .assert()
+        .success();
+    assert!(wd.path("runs.parquet").is_file());
+    // A key named like a summary column is written as by_<key>.
+    let by_dtype = wd
+        .mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["--by", "dtype", "--format", "csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let by_dtype = String::from_utf8(by_dtype).unwrap();
+    assert!(by_dtype.starts_with("by_dtype,device,dtype,"), "{by_dtype}");
+    assert_eq!(by_dtype.lines().count(), 2, "both runs are bf16: one group");
+    wd.mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["--by", "nope"])
+        .assert()
+        .code(1);
+}
