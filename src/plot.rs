@@ -119,16 +119,12 @@ pub fn draw(chart: &Chart, path: &Path, format: ImageFormat, force: bool) -> Res
         path: path.display().to_string(),
         source,
     };
-    let suffix = match format {
-        ImageFormat::Svg => ".svg",
-        ImageFormat::Png => ".png",
-    };
-    let tmp = crate::write::temporary_beside(path, suffix).map_err(io)?;
-    draw_to(chart, tmp.path(), format)?;
-    crate::write::publish(tmp, path, force).map_err(io)
+    let bytes = render_bytes(chart, format)?;
+    crate::write::atomic::write_bytes(path, &bytes, force).map_err(io)
 }
 
-fn draw_to(chart: &Chart, path: &Path, format: ImageFormat) -> Result<(), PlotError> {
+/// The chart as SVG text or PNG bytes.
+pub fn render_bytes(chart: &Chart, format: ImageFormat) -> Result<Vec<u8>, PlotError> {
     ensure_font()?;
     let points = chart.series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
@@ -157,17 +153,32 @@ fn draw_to(chart: &Chart, path: &Path, format: ImageFormat) -> Result<(), PlotEr
     let err = |e: &dyn std::fmt::Display| PlotError::Draw(e.to_string());
     match format {
         ImageFormat::Svg => {
-            let root = SVGBackend::new(path, size).into_drawing_area();
-            render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
-            root.present().map_err(|e| err(&e))?;
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+                render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
+                root.present().map_err(|e| err(&e))?;
+            }
+            Ok(svg.into_bytes())
         }
         ImageFormat::Png => {
-            let root = BitMapBackend::new(path, size).into_drawing_area();
-            render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
-            root.present().map_err(|e| err(&e))?;
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                render(&root, chart, (x0, x1), (y_lo, y_hi)).map_err(|e| err(&e))?;
+                root.present().map_err(|e| err(&e))?;
+            }
+            let mut png = Vec::new();
+            {
+                let mut encoder = ::png::Encoder::new(&mut png, size.0, size.1);
+                encoder.set_color(::png::ColorType::Rgb);
+                encoder.set_depth(::png::BitDepth::Eight);
+                let mut w = encoder.write_header().map_err(|e| err(&e))?;
+                w.write_image_data(&rgb).map_err(|e| err(&e))?;
+            }
+            Ok(png)
         }
     }
-    Ok(())
 }
 
 fn render<DB: DrawingBackend>(

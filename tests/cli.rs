@@ -7,6 +7,7 @@ mod cmd_lookup;
 mod cmd_peaks;
 mod cmd_plot;
 mod cmd_summary;
+mod faults;
 mod flops;
 mod peak_table;
 mod shapes;

@@ -14,7 +14,7 @@ use mfu::enrich::{combine, output_metadata};
 use mfu::read::Input;
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
-use super::source::{add_stats, progress_bar, Pipeline, SourceArgs};
+use super::source::{add_stats, progress_bar, write_rejects, Pipeline, SourceArgs};
 
 /// Add throughput and MFU columns to training logs.
 ///
@@ -59,6 +59,11 @@ pub struct EnrichArgs {
     /// and the N - 1 rows before it in the same run.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub window: Option<u64>,
+
+    /// Write each line or row that was not read (torn, or skipped under --skip-bad-rows) with its file,
+    /// line and reason to FILE, as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<PathBuf>,
 
     /// Replace OUTPUT (or files in --out-dir) if it exists.
     #[arg(long)]
@@ -111,6 +116,7 @@ struct Processed {
     frame: Option<DataFrame>,
     stats: mfu::compute::ComputeStats,
     warnings: Vec<String>,
+    rejects: Vec<mfu::read::Reject>,
 }
 
 pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
@@ -138,6 +144,7 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     let mut total = mfu::compute::ComputeStats::default();
     let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
     let mut parts = Vec::new();
+    let mut rejects = Vec::new();
     let mut files_ok = 0;
     for (input, result) in inputs.iter().zip(results) {
         match result {
@@ -147,6 +154,7 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
                     eprintln!("mfu: warning: {w}");
                 }
                 add_stats(&mut total, &p.stats);
+                rejects.extend(p.rejects.into_iter().map(|r| (input.display.clone(), r)));
                 for (why, rows) in &p.stats.unresolved {
                     *unresolved.entry(why.to_string()).or_default() += rows;
                 }
@@ -181,6 +189,15 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
         }
     }
 
+    if let Some(path) = &args.rejects {
+        write_rejects(path, &rejects)?;
+    }
+    if total.bad_step_time_rows + total.bad_count_rows > 0 {
+        eprintln!(
+            "mfu: warning: {} row(s) with a missing, zero, negative or non-finite step time and {} with a negative or non-finite count have null derived values",
+            total.bad_step_time_rows, total.bad_count_rows
+        );
+    }
     for (why, rows) in &unresolved {
         eprintln!(
             "mfu: warning: {why}: MFU is null for {rows} row{}; add the device with --peaks FILE or force a value with --peak-flops F",
@@ -199,11 +216,12 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     if !args.quiet {
         let elapsed = started.elapsed().as_secs_f64();
         eprintln!(
-            "mfu: {files_ok} of {} input{} enriched, {} rows ({} with null MFU) in {elapsed:.2}s{}",
+            "mfu: {files_ok} of {} input{} enriched, {} rows ({} with null MFU, {} lines skipped) in {elapsed:.2}s{}",
             inputs.len(),
             if inputs.len() == 1 { "" } else { "s" },
             total.rows,
             total.null_mfu_rows,
+            rejects.len(),
             wrote.map(|w| format!(" -> {w}")).unwrap_or_default(),
         );
     }
@@ -239,6 +257,7 @@ fn process(
         frame,
         stats: enriched.stats,
         warnings: loaded.warnings,
+        rejects: loaded.rejects,
     })
 }
 

@@ -14,7 +14,9 @@ use mfu::columns::{ColumnOptions, Constants, Field, FieldSource, ModelFlops, Tim
 use mfu::enrich::{enrich_frame, is_enriched, reuse_enriched, EnrichOptions, Enriched};
 use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
-use mfu::read::{expand_inputs, read_input, Input, InputFormat, ReadOptions, RowKinds, Shape};
+use mfu::read::{
+    expand_inputs, read_input, Input, InputFormat, ReadOptions, Reject, RowKinds, Shape,
+};
 
 use super::{AttentionArg, PeakTableArgs, RecomputeArg};
 
@@ -116,6 +118,10 @@ pub struct SourceArgs {
     #[arg(long, value_name = "UNIT")]
     pub time_unit: Option<TimeUnit>,
 
+    /// Drop malformed JSONL lines and ragged CSV rows (each reported) instead of failing their input.
+    #[arg(long)]
+    pub skip_bad_rows: bool,
+
     /// Threads for processing inputs in parallel (default: one per core).
     #[arg(short, long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -189,6 +195,8 @@ pub struct Pipeline {
 /// One input, read and enriched.
 pub struct Loaded {
     pub enriched: Enriched,
+    /// Lines or rows that were not read: a torn last line, and those skipped under --skip-bad-rows.
+    pub rejects: Vec<Reject>,
     /// Things the user should know (non-numeric cells, renamed columns, missing timing).
     pub warnings: Vec<String>,
 }
@@ -236,6 +244,7 @@ impl SourceArgs {
                 shape: self.shape,
                 rows: self.rows,
                 line_regex: self.line_regex.clone(),
+                skip_bad_rows: self.skip_bad_rows,
             },
             options,
             jobs: self.jobs,
@@ -299,7 +308,27 @@ impl Pipeline {
                 input.display
             ));
         }
-        Ok(Loaded { enriched, warnings })
+        if let Some(torn) = &read.torn {
+            warnings.push(format!(
+                "{}: line {} is cut short (a run killed mid-write?): skipped",
+                input.display, torn.line
+            ));
+        }
+        if !read.rejects.is_empty() {
+            warnings.push(format!(
+                "{}: {} malformed line(s) skipped (--skip-bad-rows), the first at line {}: {}",
+                input.display,
+                read.rejects.len(),
+                read.rejects[0].line,
+                read.rejects[0].reason
+            ));
+        }
+        let rejects = read.torn.into_iter().chain(read.rejects).collect();
+        Ok(Loaded {
+            enriched,
+            rejects,
+            warnings,
+        })
     }
 
     /// Runs `work` on every input in parallel (at most `--jobs` threads), results in input order.
@@ -371,6 +400,23 @@ fn model_flops(args: &SourceArgs) -> anyhow::Result<Option<ModelFlops>> {
         config,
         attention: args.attention.into(),
     }))
+}
+
+/// Writes rejected lines as JSON Lines (file, line, column, reason, text), atomically.
+pub fn write_rejects(path: &Path, rejects: &[(String, Reject)]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut text = Vec::new();
+    for (file, r) in rejects {
+        serde_json::to_writer(
+            &mut text,
+            &serde_json::json!({
+                "file": file, "line": r.line, "column": r.column, "reason": r.reason, "text": r.text,
+            }),
+        )?;
+        text.write_all(b"\n")?;
+    }
+    mfu::write::atomic::write_bytes(path, &text, true)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::ComputeStats) {

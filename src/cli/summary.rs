@@ -211,10 +211,8 @@ fn write_text(path: &std::path::Path, text: &str, force: bool) -> anyhow::Result
             path.display()
         );
     }
-    let mut tmp = mfu::write::temporary_beside(path, ".tmp")
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.write_all(text.as_bytes())?;
-    mfu::write::publish(tmp, path, force).with_context(|| format!("writing {}", path.display()))
+    mfu::write::atomic::write_bytes(path, text.as_bytes(), force)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn pct(v: Option<f64>) -> String {

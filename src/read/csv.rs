@@ -1,24 +1,174 @@
 //! CSV and TSV, read with polars: a header row, then one row per record.
+//!
+//! As for JSON Lines, polars reads the file; only when it refuses are the records checked one by one, so a
+//! ragged row is reported by line (or, with `--skip-bad-rows`, dropped and reported).
 
 use std::io::Cursor;
 
 use polars::prelude::*;
 
-/// Parses delimited text with a header. Types are inferred from every row, so a column that is integral
-/// early and fractional later is read as floats rather than failing.
-pub fn read(bytes: Vec<u8>, separator: u8) -> Result<DataFrame, String> {
-    let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf") {
-        Some(rest) => rest.to_vec(),
-        None => bytes,
-    };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(DataFrame::empty());
-    }
+use super::jsonl::Reject;
+
+fn parse(bytes: Vec<u8>, separator: u8) -> PolarsResult<DataFrame> {
     CsvReadOptions::default()
         .with_has_header(true)
         .with_infer_schema_length(None)
         .with_parse_options(CsvParseOptions::default().with_separator(separator))
         .into_reader_with_file_handle(Cursor::new(bytes))
         .finish()
-        .map_err(|e| e.to_string())
+}
+
+/// Whether every line has as many fields as the header. Files with quotes go through the csv crate, which
+/// knows that a quoted separator or newline is data; plain files are checked by counting separators.
+fn uniform_field_counts(bytes: &[u8], separator: u8) -> bool {
+    if bytes.contains(&b'"') {
+        let mut reader = csv::ReaderBuilder::new()
+            .delimiter(separator)
+            .flexible(true)
+            .from_reader(bytes);
+        let width = match reader.headers() {
+            Ok(h) => h.len(),
+            Err(_) => return false,
+        };
+        let mut record = csv::ByteRecord::new();
+        loop {
+            match reader.read_byte_record(&mut record) {
+                Ok(true) if record.len() == width => {}
+                Ok(true) | Err(_) => return false,
+                Ok(false) => return true,
+            }
+        }
+    }
+    let mut lines = bytes
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty());
+    let Some(header) = lines.next() else {
+        return true;
+    };
+    let count = |l: &[u8]| l.iter().filter(|b| **b == separator).count();
+    let width = count(header);
+    lines.all(|l| count(l) == width)
+}
+
+/// Parses delimited text with a header. Types are inferred from every row, so a column that is integral
+/// early and fractional later is read as floats rather than failing.
+pub fn read(bytes: Vec<u8>, separator: u8) -> Result<DataFrame, String> {
+    read_checked(bytes, separator, false).map(|(df, _)| df)
+}
+
+/// [`read`], dropping (and returning) rows whose field count differs from the header's when `skip_bad`.
+pub fn read_checked(
+    bytes: Vec<u8>,
+    separator: u8,
+    skip_bad: bool,
+) -> Result<(DataFrame, Vec<Reject>), String> {
+    let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf") {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok((DataFrame::empty(), Vec::new()));
+    }
+    // polars fills a short row with nulls rather than failing: a ragged file is caught here first.
+    let polars_error = if uniform_field_counts(&bytes, separator) {
+        match parse(bytes.clone(), separator) {
+            Ok(df) => return Ok((df, Vec::new())),
+            Err(e) => e.to_string(),
+        }
+    } else {
+        "rows of different lengths".to_string()
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(separator)
+        .flexible(true)
+        .from_reader(bytes.as_slice());
+    let width = match reader.headers() {
+        Ok(h) => h.len(),
+        Err(e) => return Err(format!("line 1: {e}")),
+    };
+    let mut bad = Vec::new();
+    let mut good = csv::WriterBuilder::new()
+        .delimiter(separator)
+        .from_writer(Vec::new());
+    good.write_record(reader.headers().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    for record in reader.byte_records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line() as usize);
+                bad.push(Reject {
+                    line,
+                    column: None,
+                    reason: e.to_string(),
+                    text: String::new(),
+                });
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        if record.len() != width {
+            bad.push(Reject {
+                line,
+                column: None,
+                reason: format!("{} fields where the header has {width}", record.len()),
+                text: String::from_utf8_lossy(
+                    &record.as_slice()[..record.as_slice().len().min(1000)],
+                )
+                .into_owned(),
+            });
+            continue;
+        }
+        good.write_byte_record(&record).map_err(|e| e.to_string())?;
+    }
+    if bad.is_empty() {
+        return Err(polars_error);
+    }
+    if !skip_bad {
+        let first = &bad[0];
+        return Err(format!(
+            "line {}: {}{}",
+            first.line,
+            first.reason,
+            if bad.len() > 1 {
+                format!(
+                    " ({} bad rows in all; --skip-bad-rows skips them)",
+                    bad.len()
+                )
+            } else {
+                " (--skip-bad-rows skips it)".to_string()
+            }
+        ));
+    }
+    let kept = good.into_inner().map_err(|e| e.to_string())?;
+    let df = parse(kept, separator).map_err(|e| e.to_string())?;
+    Ok((df, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ragged_rows_are_named_or_skipped() {
+        let text = b"a,b\n1,2\n3\n4,5,6\n7,8\n".to_vec();
+        let err = read_checked(text.clone(), b',', false).unwrap_err();
+        assert!(
+            err.starts_with("line 3: 1 fields where the header has 2"),
+            "{err}"
+        );
+        let (df, bad) = read_checked(text, b',', true).unwrap();
+        assert_eq!(df.height(), 2);
+        assert_eq!(bad.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 4]);
+    }
+
+    #[test]
+    fn bom_crlf_and_header_only() {
+        let (df, _) = read_checked(b"\xef\xbb\xbfa,b\r\n1,2\r\n".to_vec(), b',', false).unwrap();
+        assert_eq!(df.get_column_names(), ["a", "b"]);
+        assert_eq!(df.height(), 1);
+        let (df, _) = read_checked(b"a,b\n".to_vec(), b',', false).unwrap();
+        assert_eq!((df.width(), df.height()), (2, 0));
+    }
 }

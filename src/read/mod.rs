@@ -17,6 +17,7 @@ use std::path::Path;
 use polars::prelude::DataFrame;
 
 pub use inputs::{expand_inputs, Input, InputError};
+pub use jsonl::Reject;
 pub use shapes::{RowKinds, Shape};
 
 /// A table format mfu reads.
@@ -91,6 +92,10 @@ pub enum ReadError {
         shape: Shape,
         message: String,
     },
+    #[error(
+        "{input}: is a Git LFS pointer, not the data: fetch the file (git lfs pull) and run again"
+    )]
+    LfsPointer { input: String },
     #[error("{input}: --shape {shape} needs --line-regex with named groups")]
     NeedsLineRegex { input: String, shape: Shape },
     #[error("{input}: not valid {format}: {message}")]
@@ -134,6 +139,8 @@ pub struct ReadOptions {
     pub rows: RowKinds,
     /// `--line-regex`: named groups that turn a text log's lines into rows.
     pub line_regex: Option<regex::Regex>,
+    /// `--skip-bad-rows`: drop malformed JSONL lines and ragged CSV rows instead of failing.
+    pub skip_bad_rows: bool,
 }
 
 /// One input as a frame, with the shape it was read as and what was inferred on the way.
@@ -142,6 +149,10 @@ pub struct ReadOutcome {
     pub frame: DataFrame,
     pub shape: Shape,
     pub notes: Vec<String>,
+    /// A torn last line (a run killed mid-write), dropped.
+    pub torn: Option<Reject>,
+    /// Malformed lines or rows dropped under `--skip-bad-rows`.
+    pub rejects: Vec<Reject>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
@@ -151,6 +162,11 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         source,
     })?;
     let bytes = decompress(&input.display, raw)?;
+    if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
+        return Err(ReadError::LfsPointer {
+            input: input.display.clone(),
+        });
+    }
     let file_name = input
         .path
         .as_deref()
@@ -173,11 +189,14 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     };
     let shaped = match shape {
         Shape::Table => {
-            let frame = read_table(input, options.format, bytes)?;
+            let (frame, torn, rejects) =
+                read_table(input, options.format, bytes, options.skip_bad_rows)?;
             return Ok(ReadOutcome {
                 frame,
                 shape,
                 notes: Vec::new(),
+                torn,
+                rejects,
             });
         }
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
@@ -209,15 +228,21 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         frame: shaped.frame,
         shape,
         notes: shaped.notes,
+        torn: None,
+        rejects: Vec::new(),
     })
 }
+
+/// A plain table, with a dropped torn last line and the rows skipped as malformed.
+type TableRead = (DataFrame, Option<Reject>, Vec<Reject>);
 
 /// Parses a plain table in the format its magic bytes, `forced` or its name says.
 fn read_table(
     input: &Input,
     forced: Option<InputFormat>,
     bytes: Vec<u8>,
-) -> Result<DataFrame, ReadError> {
+    skip_bad: bool,
+) -> Result<TableRead, ReadError> {
     let format = if bytes.starts_with(PARQUET_MAGIC) {
         InputFormat::Parquet
     } else {
@@ -236,10 +261,22 @@ fn read_table(
         message,
     };
     match format {
-        InputFormat::Jsonl => jsonl::read(bytes).map_err(parse_error),
-        InputFormat::Csv => csv::read(bytes, b',').map_err(parse_error),
-        InputFormat::Tsv => csv::read(bytes, b'\t').map_err(parse_error),
-        InputFormat::Parquet => parquet::read(bytes).map_err(parse_error),
+        InputFormat::Jsonl => jsonl::read_checked(bytes, skip_bad)
+            .map(|r| (r.frame, r.torn, r.rejects))
+            .map_err(parse_error),
+        InputFormat::Csv | InputFormat::Tsv => {
+            let separator = if format == InputFormat::Tsv {
+                b'\t'
+            } else {
+                b','
+            };
+            csv::read_checked(bytes, separator, skip_bad)
+                .map(|(df, rejects)| (df, None, rejects))
+                .map_err(parse_error)
+        }
+        InputFormat::Parquet => parquet::read(bytes)
+            .map(|df| (df, None, Vec::new()))
+            .map_err(parse_error),
     }
 }
 

@@ -3,13 +3,14 @@
 //! A file is written to a temporary file in the destination folder, flushed and synced, then renamed over
 //! the destination, so a failure (or a kill) never leaves half a file under the output's name.
 
+pub mod atomic;
 pub mod csv;
 pub mod jsonl;
 pub mod parquet;
 
 use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polars::prelude::DataFrame;
 
@@ -95,8 +96,8 @@ impl WriteError {
     }
 }
 
-/// Writes `df` to `path` atomically. Without `force`, an existing `path` is an error (checked again at the
-/// rename, so a file that appears meanwhile is not overwritten either).
+/// Writes `df` to `path` atomically (see [`atomic`]). Without `force`, an existing `path` is an error
+/// (checked again when the file is named, so a file that appears meanwhile is not overwritten either).
 pub fn write_file(
     path: &Path,
     format: OutputFormat,
@@ -112,53 +113,18 @@ pub fn write_file(
     if !force && path.exists() {
         return Err(WriteError::Exists { path: shown });
     }
-    let mut tmp = temporary_beside(path, ".tmp").map_err(io)?;
+    let mut pending = atomic::PendingFile::beside(path).map_err(io)?;
     {
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, pending.file());
         format.writer().write(df, metadata, &mut buffered)?;
         buffered.flush().map_err(io)?;
     }
-    publish(tmp, path, force).map_err(|e| match e.kind() {
+    pending.publish(path, force).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => WriteError::Exists {
             path: shown.clone(),
         },
         _ => io(e),
     })
-}
-
-/// A temporary file beside `path` to write into before [`publish`]ing it.
-pub fn temporary_beside(path: &Path, suffix: &str) -> std::io::Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".into());
-    tempfile::Builder::new()
-        .prefix(&format!(".{file_name}."))
-        .suffix(suffix)
-        .tempfile_in(&dir)
-}
-
-/// Syncs a finished temporary file, gives it ordinary permissions (rw-r--r--, not the temporary file's
-/// private ones) and renames it to `path`. Without `force` an existing `path` is not replaced
-/// (`AlreadyExists`).
-pub fn publish(tmp: tempfile::NamedTempFile, path: &Path, force: bool) -> std::io::Result<()> {
-    tmp.as_file().sync_all()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    if force {
-        tmp.persist(path).map_err(|e| e.error)?;
-    } else {
-        tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    }
-    Ok(())
 }
 
 /// Writes `df` to standard output.
