@@ -837,22 +837,32 @@ fn step_order(df: &DataFrame, mapping: &ColumnMapping) -> (Vec<Option<f64>>, Vec
     let runs = match mapping.source(Field::RunId) {
         FieldSource::Column { name, .. } => {
             match df.column(name).and_then(|c| c.cast(&DataType::String)) {
-                Ok(c) => {
-                    let mut ids: HashMap<Option<String>, u32> = HashMap::new();
-                    let ca = c.str().expect("cast to String").clone();
-                    ca.iter()
-                        .map(|r| {
-                            let next = ids.len() as u32;
-                            *ids.entry(r.map(str::to_string)).or_insert(next)
-                        })
-                        .collect()
-                }
+                Ok(c) => run_indices(c.str().expect("cast to String")),
                 Err(_) => vec![0; n],
             }
         }
         _ => vec![0; n],
     };
     (steps, runs)
+}
+
+/// An index per distinct run name, in order of first appearance. Rows of a run are usually contiguous, so
+/// the previous row's name is checked before the map.
+fn run_indices(names: &StringChunked) -> Vec<u32> {
+    let mut ids: HashMap<Option<&str>, u32> = HashMap::new();
+    let mut last: Option<(Option<&str>, u32)> = None;
+    names
+        .iter()
+        .map(|name| match last {
+            Some((prev, id)) if prev == name => id,
+            _ => {
+                let next = ids.len() as u32;
+                let id = *ids.entry(name).or_insert(next);
+                last = Some((name, id));
+                id
+            }
+        })
+        .collect()
 }
 
 /// Turns a cumulative counter into per-step values, run by run in file order: each row gets

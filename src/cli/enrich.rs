@@ -139,6 +139,13 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
         result
     })?;
     progress.finish_and_clear();
+    let timings = std::env::var_os("MFU_TIMINGS").is_some();
+    if timings {
+        eprintln!(
+            "mfu: timings: all inputs read and enriched {:.3}s",
+            started.elapsed().as_secs_f64()
+        );
+    }
 
     let mut failures = Vec::new();
     let mut total = mfu::compute::ComputeStats::default();
@@ -171,14 +178,28 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     if write_output {
         if let Destination::One { path, format } = &destination {
             if !parts.is_empty() {
+                let combine_started = Instant::now();
                 let mut df = if inputs.len() > 1 {
                     combine(parts).context("combining inputs")?
                 } else {
                     parts.pop().map(|(_, f)| f).unwrap_or_default()
                 };
+                if timings {
+                    eprintln!(
+                        "mfu: timings: combine {:.3}s",
+                        combine_started.elapsed().as_secs_f64()
+                    );
+                }
+                let write_started = Instant::now();
                 match path {
                     Some(p) => {
                         write_file(p, *format, &mut df, &metadata, args.force)?;
+                        if timings {
+                            eprintln!(
+                                "mfu: timings: write {:.3}s",
+                                write_started.elapsed().as_secs_f64()
+                            );
+                        }
                         wrote = Some(p.display().to_string());
                     }
                     None => write_stdout(*format, &mut df, &metadata)?,

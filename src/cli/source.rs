@@ -257,7 +257,9 @@ impl Pipeline {
     /// Reads and enriches one input. With `reuse`, a table that already has mfu's columns is taken as it
     /// is (for summaries and plots of enriched files).
     pub fn load(&self, input: &Input, reuse: bool) -> anyhow::Result<Loaded> {
+        let started = std::time::Instant::now();
         let read = read_input(input, &self.read)?;
+        let read_s = started.elapsed().as_secs_f64();
         let rows = read.frame.height();
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options)
@@ -269,6 +271,13 @@ impl Pipeline {
             enrich_frame(read.frame, &self.options)
         }
         .with_context(|| input.display.clone())?;
+        if std::env::var_os("MFU_TIMINGS").is_some() {
+            eprintln!(
+                "mfu: timings: {}: read {read_s:.3}s, enrich {:.3}s",
+                input.display,
+                started.elapsed().as_secs_f64() - read_s
+            );
+        }
         if self.verbose {
             eprintln!(
                 "mfu: {}: {} log, {rows} rows; {}",
@@ -337,8 +346,11 @@ impl Pipeline {
         T: Send,
         F: Fn(usize, &Input) -> anyhow::Result<T> + Sync,
     {
+        // polars' readers run their own parallel work from inside these threads; nested pools need more
+        // than rayon's default 2 MiB of stack.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.jobs.unwrap_or(0))
+            .stack_size(32 << 20)
             .build()
             .context("starting worker threads")?;
         Ok(pool.install(|| {

@@ -9,13 +9,24 @@ use polars::prelude::*;
 
 use super::jsonl::Reject;
 
-fn parse(bytes: Vec<u8>, separator: u8) -> PolarsResult<DataFrame> {
-    CsvReadOptions::default()
-        .with_has_header(true)
-        .with_infer_schema_length(None)
-        .with_parse_options(CsvParseOptions::default().with_separator(separator))
-        .into_reader_with_file_handle(Cursor::new(bytes))
-        .finish()
+/// Rows whose types decide the schema on the fast path.
+const INFER_ROWS: usize = 10_000;
+
+/// Parses with types inferred from the first rows; when a later row disagrees (an integer column that
+/// turns fractional), again with types inferred from every row.
+fn parse(bytes: &[u8], separator: u8) -> PolarsResult<DataFrame> {
+    let read = |rows: Option<usize>| {
+        CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(rows)
+            .with_parse_options(CsvParseOptions::default().with_separator(separator))
+            .into_reader_with_file_handle(Cursor::new(bytes))
+            .finish()
+    };
+    match read(Some(INFER_ROWS)) {
+        Ok(df) => Ok(df),
+        Err(_) => read(None),
+    }
 }
 
 /// Whether every line has as many fields as the header. Files with quotes go through the csv crate, which
@@ -72,7 +83,7 @@ pub fn read_checked(
     }
     // polars fills a short row with nulls rather than failing: a ragged file is caught here first.
     let polars_error = if uniform_field_counts(&bytes, separator) {
-        match parse(bytes.clone(), separator) {
+        match parse(&bytes, separator) {
             Ok(df) => return Ok((df, Vec::new())),
             Err(e) => e.to_string(),
         }
@@ -142,7 +153,7 @@ pub fn read_checked(
         ));
     }
     let kept = good.into_inner().map_err(|e| e.to_string())?;
-    let df = parse(kept, separator).map_err(|e| e.to_string())?;
+    let df = parse(&kept, separator).map_err(|e| e.to_string())?;
     Ok((df, bad))
 }
 
@@ -161,6 +172,18 @@ mod tests {
         let (df, bad) = read_checked(text, b',', true).unwrap();
         assert_eq!(df.height(), 2);
         assert_eq!(bad.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 4]);
+    }
+
+    #[test]
+    fn a_late_fractional_value_is_read() {
+        let mut text = String::from("a\n");
+        for i in 0..(INFER_ROWS + 5) {
+            text.push_str(&format!("{i}\n"));
+        }
+        text.push_str("2.5\n");
+        let (df, _) = read_checked(text.into_bytes(), b',', false).unwrap();
+        let a = df.column("a").unwrap().cast(&DataType::Float64).unwrap();
+        assert_eq!(a.f64().unwrap().get(INFER_ROWS + 5), Some(2.5));
     }
 
     #[test]

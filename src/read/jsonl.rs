@@ -35,15 +35,81 @@ pub fn read(bytes: Vec<u8>) -> Result<DataFrame, String> {
     read_checked(bytes, false).map(|r| r.frame)
 }
 
-fn parse(bytes: Vec<u8>) -> PolarsResult<DataFrame> {
-    JsonReader::new(Cursor::new(bytes))
-        .with_json_format(JsonFormat::JsonLines)
-        .infer_schema_len(None)
-        .finish()
+/// Lines whose types decide the schema on the fast path.
+const INFER_LINES: usize = 10_000;
+
+/// Parses with the schema inferred from the first lines; when a later line disagrees (an integer column
+/// that turns fractional, a field that first appears late), again with the schema inferred from every line.
+fn parse(bytes: &[u8]) -> PolarsResult<DataFrame> {
+    let read = |lines: Option<std::num::NonZeroUsize>| {
+        JsonReader::new(Cursor::new(bytes))
+            .with_json_format(JsonFormat::JsonLines)
+            .infer_schema_len(lines)
+            .finish()
+    };
+    match read(std::num::NonZeroUsize::new(INFER_LINES)) {
+        // polars ignores keys its schema lacks: a key first seen after the sampled lines needs the full pass.
+        Ok(df) if !has_unknown_keys(bytes, &df) => Ok(df),
+        _ => read(None),
+    }
 }
 
-/// Parses JSON Lines. The schema is inferred from every line, so a field that first appears late, or is an
-/// integer early and a float later, is read correctly. With `skip_bad`, malformed lines are dropped and
+/// Whether any line has a top-level key that is not a column of `df`. A cheap scan, not a parser: every
+/// `"...":` is taken for a key, so a nested key or a string value that ends in `":` counts too, which only
+/// costs a slower full parse. Keys are compared as raw bytes; a key written with escapes also just costs the
+/// slow path.
+fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
+    let known: Vec<&[u8]> = df
+        .get_column_names()
+        .into_iter()
+        .map(|c| c.as_str().as_bytes())
+        .collect();
+    let is_known = |key: &[u8]| known.contains(&key);
+    // Scanned in parallel halves of the file, cut at line ends.
+    let chunks = line_chunks(bytes, rayon::current_num_threads().max(1) * 2);
+    use rayon::prelude::*;
+    chunks.par_iter().any(|chunk| {
+        let mut from = 0;
+        while let Some(offset) = chunk[from..].iter().position(|b| *b == b':') {
+            let colon = from + offset;
+            from = colon + 1;
+            let mut end = colon;
+            while end > 0 && chunk[end - 1].is_ascii_whitespace() {
+                end -= 1;
+            }
+            if end == 0 || chunk[end - 1] != b'"' {
+                continue;
+            }
+            let close = end - 1;
+            let Some(open) = chunk[..close].iter().rposition(|b| *b == b'"') else {
+                continue;
+            };
+            if !is_known(&chunk[open + 1..close]) {
+                return true;
+            }
+        }
+        false
+    })
+}
+
+/// `bytes` cut into about `n` pieces at line ends.
+fn line_chunks(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+    let target = bytes.len() / n.max(1) + 1;
+    let mut chunks = Vec::with_capacity(n);
+    let mut start = 0;
+    while start < bytes.len() {
+        let mut end = (start + target).min(bytes.len());
+        while end < bytes.len() && bytes[end - 1] != b'\n' {
+            end += 1;
+        }
+        chunks.push(&bytes[start..end]);
+        start = end;
+    }
+    chunks
+}
+
+/// Parses JSON Lines. A field that first appears late, or is an integer early and a float later, is read
+/// correctly (see [`parse`]). With `skip_bad`, malformed lines are dropped and
 /// returned instead of failing the read.
 pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String> {
     let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf") {
@@ -59,7 +125,7 @@ pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String>
     }
     // A frame with no columns from bytes that are not blank means polars skipped what it could not read
     // (binary data): check the lines as for an error.
-    let polars_error = match parse(bytes.clone()) {
+    let polars_error = match parse(&bytes) {
         Ok(frame) if frame.width() > 0 => {
             return Ok(JsonlRead {
                 frame,
@@ -136,7 +202,7 @@ pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String>
     let frame = if kept.iter().all(u8::is_ascii_whitespace) {
         DataFrame::empty()
     } else {
-        parse(kept).map_err(|e| e.to_string())?
+        parse(&kept).map_err(|e| e.to_string())?
     };
     Ok(JsonlRead {
         frame,
@@ -171,6 +237,42 @@ mod tests {
     fn binary_data_is_an_error_at_line_one() {
         let err = read_checked(vec![0, 159, 146, 150, 255, 1, 2, 3], false).unwrap_err();
         assert!(err.starts_with("line 1, column 1:"), "{err}");
+    }
+
+    #[test]
+    fn late_type_changes_and_late_fields_are_read() {
+        let mut text = String::new();
+        for i in 0..(INFER_LINES + 5) {
+            text.push_str(&format!("{{\"a\":{i}}}\n"));
+        }
+        text.push_str("{\"a\":1.5,\"b\":\"late\"}\n");
+        let df = read_checked(text.into_bytes(), false).unwrap().frame;
+        assert_eq!(df.height(), INFER_LINES + 6);
+        let a = df.column("a").unwrap().cast(&DataType::Float64).unwrap();
+        assert_eq!(a.f64().unwrap().get(INFER_LINES + 5), Some(1.5));
+        assert_eq!(
+            df.column("b").unwrap().str().unwrap().get(INFER_LINES + 5),
+            Some("late")
+        );
+    }
+
+    #[test]
+    fn a_key_first_seen_after_the_sample_is_kept() {
+        let mut text = String::new();
+        for i in 0..(INFER_LINES + 5) {
+            text.push_str(&format!("{{\"a\":{i},\"t\":\"0:00:{:02}\"}}\n", i % 60));
+        }
+        text.push_str("{\"a\":1, \"late key\" : \"here\"}\n");
+        let df = read_checked(text.into_bytes(), false).unwrap().frame;
+        assert_eq!(df.get_column_names(), ["a", "t", "late key"]);
+        assert_eq!(
+            df.column("late key")
+                .unwrap()
+                .str()
+                .unwrap()
+                .get(INFER_LINES + 5),
+            Some("here")
+        );
     }
 
     #[test]
