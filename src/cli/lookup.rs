@@ -166,7 +166,8 @@ fn write_not_found(
     let entries = resolver.table().entries();
     match why {
         NoMatch::Empty => writeln!(out, "  device:   unknown (the name is empty)")?,
-        NoMatch::Unmatched { suggestions } => {
+        NoMatch::Unmatched => {
+            let suggestions = resolver.matcher().suggest(name);
             writeln!(
                 out,
                 "  device:   unknown: no entry matches the tokens '{}'",

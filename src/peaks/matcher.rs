@@ -151,8 +151,8 @@ pub struct Found {
 pub enum NoMatch {
     /// The name is empty or only separators.
     Empty,
-    /// No pattern matched; `suggestions` are the closest entries by spelling.
-    Unmatched { suggestions: Vec<usize> },
+    /// No pattern matched ([`Matcher::suggest`] gives the closest entries by spelling).
+    Unmatched,
     /// An entry matched, but the name names a cut-down variant (`qualifier`) that the entry is not.
     CutDown { qualifier: String, entry: usize },
     /// Two or more entries matched equally specifically.
@@ -235,9 +235,7 @@ impl Matcher {
         if best.is_empty() {
             return MatchOutcome::NotFound(match cut_down {
                 Some((qualifier, entry, _)) => NoMatch::CutDown { qualifier, entry },
-                None => NoMatch::Unmatched {
-                    suggestions: self.suggest(&tokens),
-                },
+                None => NoMatch::Unmatched,
             });
         }
         best.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
@@ -262,8 +260,11 @@ impl Matcher {
         })
     }
 
-    /// Up to three entries whose patterns are spelled closest to some run of the name's tokens.
-    fn suggest(&self, tokens: &[String]) -> Vec<usize> {
+    /// Up to three entries whose patterns are spelled closest to some run of the name's tokens: what a
+    /// person probably meant by a name that matched nothing. Only asked for when explaining, since it
+    /// compares the name with every pattern.
+    pub fn suggest(&self, name: &str) -> Vec<usize> {
+        let tokens = tokenize(name);
         let mut scored: Vec<(usize, usize)> = Vec::new();
         for (entry, pattern) in &self.all {
             let n = pattern.len();
@@ -411,8 +412,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match m.find("NVIDIA H1000") {
-            MatchOutcome::NotFound(NoMatch::Unmatched { suggestions }) => {
-                let names: Vec<_> = suggestions
+            MatchOutcome::NotFound(NoMatch::Unmatched) => {
+                let names: Vec<_> = m
+                    .suggest("NVIDIA H1000")
                     .iter()
                     .map(|&i| t.entries()[i].name.as_str())
                     .collect();

@@ -45,7 +45,7 @@ impl std::fmt::Display for Unresolved {
             Unresolved::NoDtype => write!(f, "no precision"),
             Unresolved::Device { name, why } => match why {
                 NoMatch::Empty => write!(f, "empty device name"),
-                NoMatch::Unmatched { .. } => write!(f, "unknown device '{name}'"),
+                NoMatch::Unmatched => write!(f, "unknown device '{name}'"),
                 NoMatch::CutDown { qualifier, .. } => write!(
                     f,
                     "device '{name}' is a cut-down variant ('{qualifier}') with no entry of its own"
