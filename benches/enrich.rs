@@ -2,13 +2,9 @@
 //! per distinct pair, and the arithmetic.
 //! Run: cargo bench --bench enrich
 
-use std::sync::Arc;
-
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use mfu::columns::ColumnOptions;
 use mfu::enrich::{enrich_frame, EnrichOptions};
-use mfu::flops::Recompute;
-use mfu::peaks::{PeakTable, ResolveOptions, Resolver};
+use mfu::peaks::Resolver;
 use polars::prelude::*;
 
 const DEVICES: [&str; 4] = [
@@ -43,16 +39,7 @@ fn frame(rows: usize) -> DataFrame {
 }
 
 fn enrich(c: &mut Criterion) {
-    let options = EnrichOptions {
-        columns: ColumnOptions::default(),
-        resolver: Arc::new(Resolver::new(
-            PeakTable::builtin(),
-            ResolveOptions::default(),
-        )),
-        recompute: Recompute::None,
-        logged_peak_flops: None,
-        window: None,
-    };
+    let options = EnrichOptions::new(Resolver::builtin());
     let mut group = c.benchmark_group("enrich_frame");
     for rows in [10_000usize, 200_000] {
         let input = frame(rows);

@@ -2,7 +2,7 @@
 //! Run: cargo bench --bench matcher
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use mfu::peaks::{parse_precision, MatchOutcome, Matcher, PeakTable, ResolveOptions, Resolver};
+use mfu::peaks::{parse_precision, MatchOutcome, Matcher, PeakTable, Resolver};
 
 const NAMES: &[&str] = &[
     "NVIDIA H100 80GB HBM3",
@@ -46,7 +46,7 @@ fn matcher(c: &mut Criterion) {
             }
         })
     });
-    let resolver = Resolver::new(PeakTable::builtin(), ResolveOptions::default());
+    let resolver = Resolver::builtin();
     group.bench_function("resolve_with_dtype", |b| {
         b.iter(|| {
             for name in NAMES {

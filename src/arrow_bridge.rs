@@ -158,22 +158,12 @@ fn series_to_arrow_rs(series: &Series) -> Result<ArrayRef, BridgeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::columns::ColumnOptions;
     use crate::compute::OUTPUT_COLUMNS;
-    use crate::peaks::{PeakTable, ResolveOptions, Resolver};
+    use crate::peaks::Resolver;
     use arrow::array::{Float64Array, Int64Array, StringArray};
 
     fn options() -> EnrichOptions {
-        EnrichOptions {
-            columns: ColumnOptions::default(),
-            resolver: Arc::new(Resolver::new(
-                PeakTable::builtin(),
-                ResolveOptions::default(),
-            )),
-            recompute: crate::flops::Recompute::None,
-            logged_peak_flops: None,
-            window: None,
-        }
+        EnrichOptions::new(Resolver::builtin())
     }
 
     fn batch() -> RecordBatch {

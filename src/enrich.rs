@@ -36,6 +36,17 @@ pub struct EnrichOptions {
 }
 
 impl EnrichOptions {
+    /// The six columns only, with `resolver`, and every column option at its default.
+    pub fn new(resolver: Resolver) -> EnrichOptions {
+        EnrichOptions {
+            columns: ColumnOptions::default(),
+            resolver: Arc::new(resolver),
+            recompute: Recompute::None,
+            logged_peak_flops: None,
+            window: None,
+        }
+    }
+
     /// The names of the columns this run adds, in order.
     pub fn added_columns(&self) -> Vec<&'static str> {
         let mut names = OUTPUT_COLUMNS.to_vec();
@@ -328,19 +339,9 @@ fn unify(a: &DataType, b: &DataType) -> DataType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peaks::{PeakTable, ResolveOptions};
 
     fn options() -> EnrichOptions {
-        EnrichOptions {
-            columns: ColumnOptions::default(),
-            resolver: Arc::new(Resolver::new(
-                PeakTable::builtin(),
-                ResolveOptions::default(),
-            )),
-            recompute: Recompute::None,
-            logged_peak_flops: None,
-            window: None,
-        }
+        EnrichOptions::new(Resolver::builtin())
     }
 
     fn sample() -> DataFrame {

@@ -11,6 +11,7 @@ use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use predicates::prelude::*;
 
+use crate::util::OkStdout;
 use crate::util::{fixtures, Workdir};
 
 const ADDED: [&str; 6] = [
@@ -217,11 +218,7 @@ fn csv_with_constants_from_flags_and_units_from_names() {
             "1e9",
             "-q",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let rows = csv_rows(&String::from_utf8(out).unwrap());
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["elapsed_time_per_iteration_ms"], "1000");
@@ -370,11 +367,7 @@ fn stdin_to_stdout() {
         .mfu()
         .args(["enrich", "-", "--input-format", "jsonl", "-o", "-", "--output-format", "jsonl", "-q"])
         .write_stdin("{\"step\":1,\"step_time_s\":2.0,\"tokens\":10,\"world_size\":1,\"flops_per_token\":3e12,\"gpu_name\":\"NVIDIA GeForce RTX 4090\",\"precision\":\"16-mixed\"}\n")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["resolved_device"], "GeForce RTX 4090");
     assert!(close(
@@ -410,11 +403,7 @@ fn list_of_devices_per_rank_uses_the_mean_when_all_known() {
         let out = wd
             .mfu()
             .args(["enrich", input, "-o", "-", "-q"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
+            .ok_stdout();
         let rows = csv_rows(&String::from_utf8(out).unwrap());
         for (row, want) in rows.iter().zip(&want) {
             let got = num(&row["peak_flops_per_device"]);
@@ -479,11 +468,7 @@ fn constant_for_a_present_column_needs_override() {
             "--override",
             "-q",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let rows = csv_rows(&String::from_utf8(out).unwrap());
     assert_eq!(
         rows[0]["device"], "NVIDIA L4",
@@ -515,11 +500,7 @@ fn map_and_time_unit_flags() {
             "1",
             "-q",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let rows = csv_rows(&String::from_utf8(out).unwrap());
     assert!(close(num(&rows[0]["tokens_per_second"]), 200.0));
     wd.mfu()
@@ -673,11 +654,7 @@ fn window_adds_rolling_means_within_each_run() {
         .arg("enrich")
         .arg(fixtures().join("summary_runs.csv"))
         .args(["-o", "-", "--window", "2", "-q"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let rows = csv_rows(&String::from_utf8(out).unwrap());
     let header: Vec<&String> = rows[0].keys().collect();
     assert!(header.iter().any(|h| *h == "mfu_wall_clock_rolling"));

@@ -3,6 +3,7 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
+use crate::util::OkStdout;
 use crate::util::Workdir;
 
 #[test]
@@ -86,11 +87,7 @@ fn without_dtype_every_precision_is_listed() {
     let out = wd
         .mfu()
         .args(["lookup", "--json", "NVIDIA A100-SXM4-80GB"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<Value> = text
         .lines()
@@ -129,11 +126,7 @@ fn user_peaks_file_adds_and_replaces_entries() {
             "Acme Tensor Engine X9",
             "NVIDIA L4",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let lines: Vec<Value> = String::from_utf8(out)
         .unwrap()
         .lines()

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::util::OkStdout;
 use crate::util::Workdir;
 
 #[test]
@@ -12,11 +13,7 @@ fn csv_lists_rows_per_device_and_dtype() {
         .args([
             "peaks", "--format", "csv", "--vendor", "nvidia", "--dtype", "bf16",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let mut reader = csv::Reader::from_reader(out.as_slice());
     assert_eq!(
         reader.headers().unwrap().iter().collect::<Vec<_>>(),
@@ -45,11 +42,7 @@ fn json_and_table_formats() {
     let out = wd
         .mfu()
         .args(["peaks", "--format", "json", "--vendor", "Google"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
     assert!(rows.iter().all(|r| r["vendor"] == "Google"));
     let v5e = rows
@@ -67,11 +60,7 @@ fn json_and_table_formats() {
         .args([
             "peaks", "--format", "table", "--dtype", "fp8", "--vendor", "amd",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("vendor  device"));

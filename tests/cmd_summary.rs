@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::util::OkStdout;
 use crate::util::{fixtures, Workdir};
 
 const H100: f64 = 989.4e12;
@@ -14,11 +15,7 @@ fn summary_json(args: &[&str]) -> Vec<Value> {
         .arg(fixtures().join("summary_runs.csv"))
         .args(["--format", "json"])
         .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     serde_json::from_slice(&out).unwrap()
 }
 
@@ -111,19 +108,11 @@ fn csv_table_and_enriched_input_agree() {
         .arg("summary")
         .arg(&input)
         .args(["--format", "csv"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let from_enriched = wd
         .mfu()
         .args(["summary", "enriched.parquet", "--format", "csv"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(from_raw.clone()).unwrap();
     let header = text.lines().next().unwrap();
     assert_eq!(
@@ -140,11 +129,7 @@ fn csv_table_and_enriched_input_agree() {
         .arg("summary")
         .arg(&input)
         .args(["--format", "table"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let table = String::from_utf8(table).unwrap();
     let want = format!("{:.1}", 28672.0 * 5e11 / (4.0 * H100 * 10.5) * 100.0);
     let alpha = table.lines().find(|l| l.starts_with("alpha")).unwrap();
@@ -163,11 +148,7 @@ fn csv_table_and_enriched_input_agree() {
         .arg("summary")
         .arg(&input)
         .args(["--by", "dtype", "--format", "csv"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let by_dtype = String::from_utf8(by_dtype).unwrap();
     assert!(by_dtype.starts_with("by_dtype,device,dtype,"), "{by_dtype}");
     assert_eq!(by_dtype.lines().count(), 2, "both runs are bf16: one group");

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use predicates::prelude::*;
 
+use crate::util::OkStdout;
 use crate::util::Workdir;
 
 const HEADER: &str = "step,step_time,tokens,num_devices,flops_per_token,device,dtype\n";
@@ -196,11 +197,7 @@ fn header_only_bom_and_crlf_files_read() {
     let out = wd
         .mfu()
         .args(["enrich", "crlf.csv", "-o", "-", "-q"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     assert!(
         text.starts_with("step,step_time,"),

@@ -4,6 +4,7 @@
 use mfu::flops::{flops_per_token, Attention, FlopsError, ModelConfig, Recompute};
 use predicates::prelude::*;
 
+use crate::util::OkStdout;
 use crate::util::{fixtures, Workdir};
 
 fn config(name: &str) -> ModelConfig {
@@ -202,11 +203,7 @@ fn flops_command_json_and_text() {
             "--config",
         ])
         .arg(&cfg)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let n = 6_607_077_376.0;
     let attn = 12.0 * 32.0 * 32.0 * 128.0 * 4096.0;
@@ -259,11 +256,7 @@ fn enrich_fills_flops_per_token_from_the_config() {
             "--model-config",
         ])
         .arg(&cfg)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     let mut r = csv::Reader::from_reader(text.as_bytes());
     let headers = r.headers().unwrap().clone();

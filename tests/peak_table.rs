@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mfu::peaks::{tokenize, Dtype, MatchOutcome, Matcher, PeakTable, ResolveOptions, Resolver};
+use mfu::peaks::{tokenize, Dtype, MatchOutcome, Matcher, PeakTable, Resolver};
 use proptest::prelude::*;
 
 use crate::util::{rel_diff, shared_file};
@@ -188,7 +188,7 @@ fn every_device_case_from_the_shared_reference_holds() {
     let Some(path) = shared_file("reference/device_cases.csv") else {
         return;
     };
-    let resolver = Resolver::new(PeakTable::builtin(), ResolveOptions::default());
+    let resolver = Resolver::builtin();
     let mut reader = csv::Reader::from_path(&path).unwrap();
     let mut failures = Vec::new();
     let mut n = 0;
@@ -246,7 +246,7 @@ fn every_pattern_reaches_its_own_entry() {
 
 #[test]
 fn collisions_that_other_tools_get_wrong() {
-    let resolver = Resolver::new(PeakTable::builtin(), ResolveOptions::default());
+    let resolver = Resolver::builtin();
     let device = |raw: &str| resolver.resolve(Some(raw), Some("bf16")).device;
     let cases: &[(&str, Option<&str>)] = &[
         ("NVIDIA RTX A1000 Laptop GPU", None),
@@ -300,7 +300,7 @@ fn unrelated_word() -> impl Strategy<Value = String> {
 proptest! {
     #[test]
     fn arbitrary_strings_never_panic(s in "\\PC{0,40}") {
-        let resolver = Resolver::new(PeakTable::builtin(), ResolveOptions::default());
+        let resolver = Resolver::builtin();
         let _ = resolver.resolve(Some(&s), Some(&s));
     }
 
@@ -318,7 +318,7 @@ proptest! {
             "TPU v5 lite",
             "NVIDIA GH200 480GB",
         ];
-        let resolver = Resolver::new(PeakTable::builtin(), ResolveOptions::default());
+        let resolver = Resolver::builtin();
         let plain = resolver.resolve(Some(names[which]), Some("bf16"));
         let wrapped = resolver.resolve(Some(&format!("{before} {} {after}", names[which])), Some("bf16"));
         prop_assert!(plain.device.is_some());

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use predicates::prelude::*;
 
+use crate::util::OkStdout;
 use crate::util::{fixtures, shared_file, Workdir};
 
 /// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
@@ -233,11 +234,7 @@ fn text_log_with_a_user_regex() {
             "1",
             "-q",
         ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+        .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("0.5s"), "{text}");
     let mut r = csv::Reader::from_reader(text.as_bytes());

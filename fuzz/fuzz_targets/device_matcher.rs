@@ -5,11 +5,11 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use mfu::peaks::{PeakTable, ResolveOptions, Resolver};
+use mfu::peaks::Resolver;
 
 fuzz_target!(|data: &[u8]| {
     static RESOLVER: OnceLock<Resolver> = OnceLock::new();
-    let resolver = RESOLVER.get_or_init(|| Resolver::new(PeakTable::builtin(), ResolveOptions::default()));
+    let resolver = RESOLVER.get_or_init(Resolver::builtin);
     let text = String::from_utf8_lossy(data);
     let (device, dtype) = text.split_once('\t').unwrap_or((&text, "bf16"));
     let r = resolver.resolve(Some(device), Some(dtype));

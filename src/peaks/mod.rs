@@ -95,6 +95,11 @@ impl Resolver {
         }
     }
 
+    /// The built-in table with no forced peak and no model dtype.
+    pub fn builtin() -> Resolver {
+        Resolver::new(PeakTable::builtin(), ResolveOptions::default())
+    }
+
     pub fn table(&self) -> &PeakTable {
         &self.table
     }
@@ -240,7 +245,7 @@ mod tests {
     use super::*;
 
     fn resolver() -> Resolver {
-        Resolver::new(PeakTable::builtin(), ResolveOptions::default())
+        Resolver::builtin()
     }
 
     #[test]

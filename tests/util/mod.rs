@@ -87,3 +87,14 @@ pub fn shared_file(relative: &str) -> Option<PathBuf> {
 pub fn rel_diff(a: f64, b: f64) -> f64 {
     ((a - b) / b).abs()
 }
+
+/// Runs a command that must succeed and returns its standard output.
+pub trait OkStdout {
+    fn ok_stdout(&mut self) -> Vec<u8>;
+}
+
+impl OkStdout for Command {
+    fn ok_stdout(&mut self) -> Vec<u8> {
+        self.assert().success().get_output().stdout.clone()
+    }
+}
