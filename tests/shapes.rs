@@ -6,8 +6,7 @@ use std::collections::HashMap;
 
 use predicates::prelude::*;
 
-use crate::util::OkStdout;
-use crate::util::{fixtures, shared_file, Workdir};
+use crate::util::{fixtures, shared_file, OkStdout, Workdir};
 
 /// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
 fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>>, String) {
@@ -159,6 +158,46 @@ fn tensorboard_wall_time_differences_and_restarts() {
     // The step drops from 20 to 3 (a restart): a new segment, no interval.
     assert_eq!(num(&rows[3], "tokens_per_second"), None);
     assert!(close(num(&rows[4], "tokens_per_second"), 1000.0 / 2.0));
+}
+
+#[test]
+fn tensorboard_tag_files_of_one_run_combine_by_step() {
+    let wd = Workdir::new("shapes_tb_tags");
+    wd.create(
+        "tb/run-exp1-tag-loss.csv",
+        "Wall time,Step,Value\n1700000000.0,5,3.0\n1700000010.0,10,2.8\n",
+    );
+    wd.create(
+        "tb/run-exp1-tag-tokens.csv",
+        "Wall time,Step,Value\n1700000000.1,5,4000\n1700000010.1,10,4000\n",
+    );
+    wd.create(
+        "tb/run-exp2-tag-loss.csv",
+        "Wall time,Step,Value\n1700000000.0,1,9.0\n",
+    );
+    wd.create(
+        "tb/run-exp2-tag-tokens.csv",
+        "Wall time,Step,Value\n1700000000.0,1,100\n",
+    );
+    let out = wd
+        .mfu()
+        .args(["enrich", "tb", "-o", "-", "-v"])
+        .args(RUN)
+        .ok_stdout();
+    let text = String::from_utf8(out).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<HashMap<String, String>> = r.deserialize().map(Result::unwrap).collect();
+    // exp1's two tags are one input of two rows; exp2 is another.
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1]["loss"], "2.8");
+    assert_eq!(rows[1]["tokens"], "4000.0");
+    // 10 s over 5 steps; 4000 tokens per step from the tokens tag.
+    assert!(close(num(&rows[1], "tokens_per_second"), 4000.0 / 2.0));
+    assert!(
+        rows[0]["source_file"].ends_with("run-exp1-tag-loss.csv (+1 tags)"),
+        "{:?}",
+        rows[0]
+    );
 }
 
 #[test]

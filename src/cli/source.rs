@@ -15,7 +15,8 @@ use mfu::enrich::{enrich_frame, is_enriched, reuse_enriched, EnrichOptions, Enri
 use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
 use mfu::read::{
-    expand_inputs, read_input, Input, InputFormat, ReadOptions, Reject, RowKinds, Shape,
+    expand_inputs, group_tensorboard_tags, read_input, Input, InputFormat, ReadOptions, Reject,
+    RowKinds, Shape,
 };
 
 use super::{AttentionArg, PeakTableArgs, RecomputeArg};
@@ -204,7 +205,10 @@ pub struct Loaded {
 impl SourceArgs {
     /// Expands the inputs and resolves every option; `window` is enrich's rolling-mean width.
     pub fn pipeline(&self, window: Option<usize>) -> anyhow::Result<Pipeline> {
-        let inputs = expand_inputs(&self.inputs)?;
+        let mut inputs = expand_inputs(&self.inputs)?;
+        if self.shape.is_none() || self.shape == Some(Shape::TensorBoard) {
+            inputs = group_tensorboard_tags(inputs);
+        }
         let format = self.input_format.map(InputFormat::from);
         if inputs.iter().any(|i| i.path.is_none()) && format.is_none() {
             anyhow::bail!("reading standard input needs --input-format jsonl|csv|tsv|parquet");

@@ -16,6 +16,8 @@ pub struct Input {
     pub path: Option<PathBuf>,
     /// Path relative to the argument it came from, for `--out-dir`.
     pub relative: PathBuf,
+    /// Files read together with `path` as one log: the other tag exports of one TensorBoard run.
+    pub companions: Vec<PathBuf>,
 }
 
 impl Input {
@@ -24,14 +26,16 @@ impl Input {
             display: "-".into(),
             path: None,
             relative: PathBuf::from("stdin"),
+            companions: Vec::new(),
         }
     }
 
-    fn file(path: PathBuf, relative: PathBuf) -> Input {
+    pub fn file(path: PathBuf, relative: PathBuf) -> Input {
         Input {
             display: path.display().to_string(),
             path: Some(path),
             relative,
+            companions: Vec::new(),
         }
     }
 
@@ -51,6 +55,38 @@ impl Input {
             }
         }
     }
+}
+
+/// Joins TensorBoard scalar exports of one run (`run-<run>-tag-<tag>.csv` files in one folder) into a
+/// single input whose first file stands for the group; the others become its companions, in path order.
+pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
+    let mut out: Vec<Input> = Vec::with_capacity(inputs.len());
+    let mut groups: std::collections::HashMap<(PathBuf, String), usize> = Default::default();
+    for input in inputs {
+        let key = input.path.as_deref().and_then(|p| {
+            let name = p.file_name()?.to_str()?;
+            let (run, _) = super::shapes::tensorboard::export_run_and_tag(name)?;
+            Some((p.parent().map(Path::to_path_buf).unwrap_or_default(), run))
+        });
+        match key.as_ref().and_then(|k| groups.get(k)) {
+            Some(&i) => {
+                let companion = input.path.expect("grouped inputs have paths");
+                out[i].companions.push(companion);
+                out[i].display = format!(
+                    "{} (+{} tags)",
+                    out[i].path.as_ref().expect("path").display(),
+                    out[i].companions.len()
+                );
+            }
+            None => {
+                if let Some(k) = key {
+                    groups.insert(k, out.len());
+                }
+                out.push(input);
+            }
+        }
+    }
+    out
 }
 
 /// Errors expanding the INPUT arguments.

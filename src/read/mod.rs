@@ -12,11 +12,11 @@ pub mod shapes;
 
 use std::fmt;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use polars::prelude::DataFrame;
 
-pub use inputs::{expand_inputs, Input, InputError};
+pub use inputs::{expand_inputs, group_tensorboard_tags, Input, InputError};
 pub use jsonl::Reject;
 pub use shapes::{RowKinds, Shape};
 
@@ -182,6 +182,13 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     } else {
         shapes::detect(&bytes, &file_name).unwrap_or(Shape::Table)
     };
+    if !input.companions.is_empty() && shape != Shape::TensorBoard {
+        return Err(ReadError::Shape {
+            input: input.display.clone(),
+            shape: Shape::TensorBoard,
+            message: "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
+        });
+    }
     let shape_error = |message: String| ReadError::Shape {
         input: input.display.clone(),
         shape,
@@ -202,6 +209,37 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
         Shape::LlamaFactory => shapes::llamafactory::read(&bytes),
         Shape::Lightning => shapes::lightning::read(&bytes),
+        Shape::TensorBoard if !input.companions.is_empty() => {
+            let mut frames = vec![
+                shapes::tensorboard::read(bytes, &file_name)
+                    .map_err(shape_error)?
+                    .frame,
+            ];
+            for path in &input.companions {
+                let companion = Input::file(path.clone(), PathBuf::new());
+                let raw = companion.read_bytes().map_err(|source| ReadError::Io {
+                    input: companion.display.clone(),
+                    source,
+                })?;
+                let bytes = decompress(&companion.display, raw)?;
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                frames.push(
+                    shapes::tensorboard::read(bytes, &name)
+                        .map_err(shape_error)?
+                        .frame,
+                );
+            }
+            shapes::tensorboard::combine(frames).map(|frame| shapes::ShapedFrame {
+                frame,
+                notes: vec![format!(
+                    "{} TensorBoard tag exports of one run combined by step",
+                    input.companions.len() + 1
+                )],
+            })
+        }
         Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
