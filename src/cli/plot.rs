@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use mfu::columns::{Field, FieldSource};
 use mfu::compute::{rolling_mean, MFU_FWD_BWD, MFU_WALL_CLOCK, RESOLVED_DEVICE, TOKENS_PER_SECOND};
 use mfu::plot::{draw, Chart, ImageFormat, Series};
 
@@ -123,21 +122,13 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
         };
         let frame = &loaded.enriched.frame;
         let values = &loaded.enriched.values;
-        let key_column = match args.by.as_deref().unwrap_or("run_id") {
-            key if frame.get_column_names().iter().any(|n| n.as_str() == key) => {
-                Some(key.to_string())
-            }
-            key => match key
-                .parse::<Field>()
-                .ok()
-                .map(|f| loaded.enriched.mapping.source(f))
-            {
-                Some(FieldSource::Column { name, .. }) => Some(name.clone()),
-                _ if args.by.is_some() => {
-                    bail!("--by {key}: {} has no such column or field", input.display)
-                }
-                _ => None,
-            },
+        let key_column = match (
+            loaded.column_for(args.by.as_deref().unwrap_or("run_id")),
+            &args.by,
+        ) {
+            (Some(c), _) => Some(c),
+            (None, Some(key)) => bail!("--by {key}: {} has no such column or field", input.display),
+            (None, None) => None,
         };
         let keys: Vec<String> = match &key_column {
             Some(c) => frame

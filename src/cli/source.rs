@@ -202,6 +202,22 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+impl Loaded {
+    /// The column a --by key names in this input: a column of that name, else the column mapped to the
+    /// field of that name (`run_id` may be a column called `run`).
+    pub fn column_for(&self, key: &str) -> Option<String> {
+        let names = self.enriched.frame.get_column_names();
+        if names.iter().any(|n| n.as_str() == key) {
+            return Some(key.to_string());
+        }
+        let field: Field = key.parse().ok()?;
+        match self.enriched.mapping.source(field) {
+            FieldSource::Column { name, .. } => Some(name.clone()),
+            _ => None,
+        }
+    }
+}
+
 impl SourceArgs {
     /// Expands the inputs and resolves every option; `window` is enrich's rolling-mean width.
     pub fn pipeline(&self, window: Option<usize>) -> anyhow::Result<Pipeline> {

@@ -11,7 +11,7 @@ use mfu::columns::{Field, FieldSource};
 use mfu::summary::{summarize, to_frame, GroupBy, RunSummary, SummaryInput};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
-use super::source::{Loaded, SourceArgs};
+use super::source::SourceArgs;
 use super::{aligned_table, tflops_text};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
@@ -63,19 +63,6 @@ pub enum SummaryFormat {
     Parquet,
 }
 
-/// Resolves a --by key for one input: a field name means the column mapped to it.
-fn group_column(key: &str, loaded: &Loaded) -> Option<String> {
-    let names = loaded.enriched.frame.get_column_names();
-    if names.iter().any(|n| n.as_str() == key) {
-        return Some(key.to_string());
-    }
-    let field: Field = key.parse().ok()?;
-    match loaded.enriched.mapping.source(field) {
-        FieldSource::Column { name, .. } => Some(name.clone()),
-        _ => None,
-    }
-}
-
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let pipeline = args.source.pipeline(None)?;
     let results = pipeline.for_each_input(|_, input| pipeline.load(input, true))?;
@@ -101,12 +88,10 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
 
     // Keys: --by as given; else run_id where an input has it, the input's name where it has not.
     let (key_names, groups): (Vec<String>, Vec<GroupBy>) = if args.by.is_empty() {
-        let any_run = loaded
-            .iter()
-            .any(|(_, l)| group_column("run_id", l).is_some());
+        let any_run = loaded.iter().any(|(_, l)| l.column_for("run_id").is_some());
         let groups = loaded
             .iter()
-            .map(|(_, l)| match group_column("run_id", l) {
+            .map(|(_, l)| match l.column_for("run_id") {
                 Some(c) => GroupBy::Columns(vec![c]),
                 None => GroupBy::File,
             })
@@ -118,7 +103,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
         for (display, l) in &loaded {
             let mut cols = Vec::new();
             for key in &args.by {
-                cols.push(group_column(key, l).with_context(|| {
+                cols.push(l.column_for(key).with_context(|| {
                     format!("--by {key}: {display} has no such column or field")
                 })?);
             }

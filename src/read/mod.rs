@@ -128,6 +128,15 @@ fn decompress(input: &str, bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
     })
 }
 
+/// An input's bytes, decompressed.
+fn load_bytes(input: &Input) -> Result<Vec<u8>, ReadError> {
+    let raw = input.read_bytes().map_err(|source| ReadError::Io {
+        input: input.display.clone(),
+        source,
+    })?;
+    decompress(&input.display, raw)
+}
+
 /// How to read inputs, shared by every input of a run.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -157,11 +166,7 @@ pub struct ReadOutcome {
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
 pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, ReadError> {
-    let raw = input.read_bytes().map_err(|source| ReadError::Io {
-        input: input.display.clone(),
-        source,
-    })?;
-    let bytes = decompress(&input.display, raw)?;
+    let bytes = load_bytes(input)?;
     if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
         return Err(ReadError::LfsPointer {
             input: input.display.clone(),
@@ -216,12 +221,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                     .frame,
             ];
             for path in &input.companions {
-                let companion = Input::file(path.clone(), PathBuf::new());
-                let raw = companion.read_bytes().map_err(|source| ReadError::Io {
-                    input: companion.display.clone(),
-                    source,
-                })?;
-                let bytes = decompress(&companion.display, raw)?;
+                let bytes = load_bytes(&Input::file(path.clone(), PathBuf::new()))?;
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
