@@ -11,8 +11,7 @@ use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use predicates::prelude::*;
 
-use crate::util::OkStdout;
-use crate::util::{fixtures, Workdir};
+use crate::util::{csv_rows, fixtures, OkStdout, Workdir};
 
 const ADDED: [&str; 6] = [
     "resolved_device",
@@ -73,22 +72,6 @@ fn strings(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| ((a - b) / b).abs() < 1e-12)
-}
-
-/// Reads a CSV output into rows of name → cell.
-fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {
-    let mut r = csv::Reader::from_reader(text.as_bytes());
-    let headers = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            headers
-                .iter()
-                .map(String::from)
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 fn num(cell: &str) -> Option<f64> {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use predicates::prelude::*;
 
-use crate::util::{fixtures, shared_file, OkStdout, Workdir};
+use crate::util::{csv_rows, fixtures, shared_file, OkStdout, Workdir};
 
 /// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
 fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>>, String) {
@@ -21,19 +21,7 @@ fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>
         .success()
         .get_output()
         .clone();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut r = csv::Reader::from_reader(text.as_bytes());
-    let headers = r.headers().unwrap().clone();
-    let rows = r
-        .records()
-        .map(|rec| {
-            headers
-                .iter()
-                .map(String::from)
-                .zip(rec.unwrap().iter().map(String::from))
-                .collect()
-        })
-        .collect();
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
     (rows, String::from_utf8(out.stderr).unwrap())
 }
 
@@ -184,9 +172,7 @@ fn tensorboard_tag_files_of_one_run_combine_by_step() {
         .args(["enrich", "tb", "-o", "-", "-v"])
         .args(RUN)
         .ok_stdout();
-    let text = String::from_utf8(out).unwrap();
-    let mut r = csv::Reader::from_reader(text.as_bytes());
-    let rows: Vec<HashMap<String, String>> = r.deserialize().map(Result::unwrap).collect();
+    let rows = csv_rows(&String::from_utf8(out).unwrap());
     // exp1's two tags are one input of two rows; exp2 is another.
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1]["loss"], "2.8");
@@ -276,10 +262,9 @@ fn text_log_with_a_user_regex() {
         .ok_stdout();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("0.5s"), "{text}");
-    let mut r = csv::Reader::from_reader(text.as_bytes());
-    let tps: Vec<f64> = r
-        .deserialize::<HashMap<String, String>>()
-        .map(|row| row.unwrap()["tokens_per_second"].parse().unwrap())
+    let tps: Vec<f64> = csv_rows(&text)
+        .iter()
+        .map(|row| row["tokens_per_second"].parse().unwrap())
         .collect();
     assert_eq!(tps, [2048.0, 4096.0]);
     wd.mfu()

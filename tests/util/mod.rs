@@ -98,3 +98,9 @@ impl OkStdout for Command {
         self.assert().success().get_output().stdout.clone()
     }
 }
+
+/// A CSV text (mfu's output) as rows of column name → cell.
+pub fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    r.deserialize().map(Result::unwrap).collect()
+}
