@@ -324,6 +324,26 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
+/// `df` with a `source_file` column naming `source`, placed before the added columns as in [`combine`]'s
+/// output (for stacking enriched inputs one at a time).
+pub fn tag_source(df: DataFrame, source: &str) -> PolarsResult<DataFrame> {
+    let height = df.height();
+    let mut columns = df.into_columns();
+    let at = columns
+        .iter()
+        .position(|c| is_added_column(c.name().as_str()))
+        .unwrap_or(columns.len());
+    columns.insert(
+        at,
+        Column::new_scalar(
+            SOURCE_FILE.into(),
+            Scalar::new(DataType::String, AnyValue::StringOwned(source.into())),
+            height,
+        ),
+    );
+    DataFrame::new(height, columns)
+}
+
 fn unify(a: &DataType, b: &DataType) -> DataType {
     if a == b || b == &DataType::Null {
         a.clone()

@@ -662,3 +662,182 @@ fn window_adds_rolling_means_within_each_run() {
         "unknown device: no MFU to average"
     );
 }
+
+/// A JSONL log of `rows` steps over three runs and devices (one unknown), with a null step time, a zero
+/// one and a name that needs escaping.
+fn streaming_log(rows: usize) -> String {
+    let mut text = String::new();
+    for s in 0..rows {
+        let device = [
+            "NVIDIA H100 80GB HBM3",
+            "AMD Instinct MI300X",
+            "Acme \\\"X9\\\"",
+        ][s % 3];
+        let time = match s {
+            7 => "null".to_string(),
+            11 => "0".to_string(),
+            _ => format!("{:.6}", 0.5 + (s % 17) as f64 * 0.013),
+        };
+        text.push_str(&format!(
+            "{{\"run_id\":\"run-{}\",\"step\":{s},\"step_time_s\":{time},\"tokens\":{},\"num_devices\":8,\"device_name\":\"{device}\",\"dtype\":\"bf16\",\"flops_per_token\":4.2e10}}\n",
+            s % 3,
+            4096 * (1 + s % 5)
+        ));
+    }
+    text
+}
+
+/// The same log as CSV.
+fn streaming_csv(rows: usize) -> String {
+    let mut text = String::from("run_id,step,step_time_s,tokens,num_devices,device_name,dtype\n");
+    for s in 0..rows {
+        text.push_str(&format!(
+            "run-{},{s},{:.6},{},8,\"{}\",bf16\n",
+            s % 3,
+            0.5 + (s % 17) as f64 * 0.013,
+            4096 * (1 + s % 5),
+            [
+                "NVIDIA H100 80GB HBM3",
+                "AMD Instinct MI300X",
+                "Acme, \"X9\""
+            ][s % 3]
+        ));
+    }
+    text
+}
+
+/// `mfu enrich INPUT -o OUT` with 4 KiB blocks (streamed when it can be), and whether it was streamed.
+fn enrich_in_blocks(wd: &Workdir, input: &str, out: &str, extra: &[&str]) -> (Vec<u8>, bool) {
+    let assert = wd
+        .mfu()
+        .env("MFU_BLOCK_BYTES", "4096")
+        .env("MFU_TIMINGS", "1")
+        .args(["enrich", input, "-o", out, "--force", "-q"])
+        .args(extra)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    (
+        std::fs::read(wd.path(out)).unwrap(),
+        stderr.contains(": streamed"),
+    )
+}
+
+/// The whole-input way: standard output is never streamed.
+fn enrich_whole(wd: &Workdir, input: &str, format: &str, extra: &[&str]) -> Vec<u8> {
+    wd.mfu()
+        .args(["enrich", input, "-o", "-", "--output-format", format, "-q"])
+        .args(extra)
+        .ok_stdout()
+}
+
+#[test]
+fn streamed_outputs_are_byte_identical_to_whole_input_outputs() {
+    let wd = Workdir::new("enrich_streamed");
+    wd.create("log.jsonl", streaming_log(3000));
+    wd.create("log.csv", streaming_csv(3000));
+    let fpt = ["--flops-per-token", "4.2e10", "--override"];
+    for input in ["log.jsonl", "log.csv"] {
+        for format in ["parquet", "csv", "jsonl"] {
+            let extra: &[&str] = if input == "log.csv" { &fpt } else { &[] };
+            let (streamed, was_streamed) =
+                enrich_in_blocks(&wd, input, &format!("out.{format}"), extra);
+            assert!(was_streamed, "{input} -> {format} was not streamed");
+            assert_eq!(
+                streamed,
+                enrich_whole(&wd, input, format, extra),
+                "{input} -> {format}"
+            );
+        }
+    }
+}
+
+#[test]
+fn stacked_inputs_stream_with_large_and_small_ones_mixed() {
+    let wd = Workdir::new("enrich_streamed_stacked");
+    wd.create("in/a.jsonl", streaming_log(2000));
+    wd.create("in/b.jsonl", streaming_log(5));
+    wd.create("in/c.jsonl", streaming_log(1500));
+    for format in ["parquet", "csv"] {
+        let (streamed, was_streamed) = enrich_in_blocks(&wd, "in", &format!("out.{format}"), &[]);
+        assert!(was_streamed);
+        assert_eq!(streamed, enrich_whole(&wd, "in", format, &[]), "{format}");
+    }
+}
+
+#[test]
+fn a_late_block_that_does_not_fit_falls_back_to_the_whole_input() {
+    let wd = Workdir::new("enrich_streamed_fallback");
+    // A column that turns fractional, and another that first appears, after the first blocks.
+    let mut late_float = streaming_log(2000);
+    late_float.push_str("{\"run_id\":\"run-0\",\"step\":1.5,\"step_time_s\":0.5,\"tokens\":4096,\"num_devices\":8,\"device_name\":\"NVIDIA H100 80GB HBM3\",\"dtype\":\"bf16\",\"flops_per_token\":4.2e10,\"late\":\"x\"}\n");
+    wd.create("late.jsonl", late_float);
+    // Cumulative counters need the rows before: not streamed either.
+    let mut cumulative = String::new();
+    for s in 1..=2000 {
+        cumulative.push_str(&format!(
+            "{{\"step\":{s},\"elapsed_time\":{},\"consumed_tokens\":{}}}\n",
+            s as f64 * 0.5,
+            s * 4096
+        ));
+    }
+    wd.create("cumulative.jsonl", cumulative);
+    let constants = [
+        "--num-devices",
+        "8",
+        "--flops-per-token",
+        "4.2e10",
+        "--device",
+        "H100 SXM",
+        "--dtype",
+        "bf16",
+    ];
+    for (input, extra) in [
+        ("late.jsonl", &[][..]),
+        ("cumulative.jsonl", &constants[..]),
+    ] {
+        let (out, was_streamed) = enrich_in_blocks(&wd, input, "out.parquet", extra);
+        assert!(!was_streamed, "{input}");
+        assert_eq!(out, enrich_whole(&wd, input, "parquet", extra), "{input}");
+    }
+    let (batch, _) = read_parquet(&wd.path("out.parquet"));
+    assert_eq!(batch.num_rows(), 2000);
+    let (batch, _) = {
+        enrich_in_blocks(&wd, "late.jsonl", "late.parquet", &[]);
+        read_parquet(&wd.path("late.parquet"))
+    };
+    assert_eq!(
+        batch.column_by_name("step").unwrap().data_type(),
+        &DataType::Float64
+    );
+    assert!(batch.column_by_name("late").is_some());
+}
+
+#[test]
+fn streamed_rejects_and_torn_lines_keep_the_files_line_numbers() {
+    let wd = Workdir::new("enrich_streamed_rejects");
+    let mut lines: Vec<String> = streaming_log(2000).lines().map(str::to_string).collect();
+    lines[1499] = "{\"run_id\": oops}".to_string();
+    let mut text = lines.join("\n");
+    text.push_str("\n{\"run_id\":\"run-0\",\"step\":");
+    wd.create("bad.jsonl", text);
+    let (_, was_streamed) = enrich_in_blocks(
+        &wd,
+        "bad.jsonl",
+        "out.csv",
+        &["--skip-bad-rows", "--rejects", "rejects.jsonl"],
+    );
+    assert!(was_streamed);
+    let rejects = std::fs::read_to_string(wd.path("rejects.jsonl")).unwrap();
+    let lines: Vec<u64> = rejects
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lines, [1500, 2001]);
+    let rows = csv_rows(&String::from_utf8(std::fs::read(wd.path("out.csv")).unwrap()).unwrap());
+    assert_eq!(rows.len(), 1999);
+}

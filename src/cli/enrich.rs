@@ -100,7 +100,7 @@ impl From<OutputFormatArg> for OutputFormat {
 }
 
 /// Where results go, decided before any data is read.
-enum Destination {
+pub(super) enum Destination {
     One {
         path: Option<PathBuf>,
         format: OutputFormat,
@@ -111,25 +111,51 @@ enum Destination {
     },
 }
 
-/// What happened to one input.
-struct Processed {
-    frame: Option<DataFrame>,
-    stats: mfu::compute::ComputeStats,
-    warnings: Vec<String>,
-    rejects: Vec<mfu::read::Reject>,
+/// What happened to one input that was enriched.
+pub(super) struct InputReport {
+    pub stats: mfu::compute::ComputeStats,
+    pub warnings: Vec<String>,
+    pub rejects: Vec<mfu::read::Reject>,
+}
+
+/// What a run did: one result per input, in input order, and the output written.
+pub(super) struct Outcome {
+    pub results: Vec<anyhow::Result<InputReport>>,
+    pub wrote: Option<String>,
 }
 
 pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     let pipeline = args.source.pipeline(args.window.map(|w| w as usize))?;
-    let inputs = &pipeline.inputs;
-    let destination = plan_destination(args, inputs)?;
+    let destination = plan_destination(args, &pipeline.inputs)?;
     let metadata = output_metadata(&pipeline.options);
-
-    let progress = progress_bar(inputs.len(), args.quiet);
+    let progress = progress_bar(pipeline.inputs.len(), args.quiet);
     let started = Instant::now();
+    // Large inputs are streamed in blocks into the output; when that cannot give what the whole-input way
+    // gives (see stream.rs), everything is done the whole-input way instead.
+    let streamed =
+        super::stream::enrich_streaming(&pipeline, args, &destination, &metadata, &progress)?;
+    let outcome = match streamed {
+        Some(outcome) => outcome,
+        None => enrich_whole(&pipeline, args, &destination, &metadata, &progress, started)?,
+    };
+    progress.finish_and_clear();
+    report(args, &pipeline, outcome, started)
+}
+
+/// Reads and enriches every input whole, then writes.
+fn enrich_whole(
+    pipeline: &Pipeline,
+    args: &EnrichArgs,
+    destination: &Destination,
+    metadata: &mfu::write::Metadata,
+    progress: &indicatif::ProgressBar,
+    started: Instant,
+) -> anyhow::Result<Outcome> {
+    let inputs = &pipeline.inputs;
+    progress.set_position(0);
     let rows_done = AtomicUsize::new(0);
-    let results = pipeline.for_each_input(|i, input| {
-        let result = process(&pipeline, input, args, &destination, i, &metadata);
+    let processed = pipeline.for_each_input(|i, input| {
+        let result = process(pipeline, input, args, destination, i, metadata);
         if let Ok(p) = &result {
             let done = rows_done.fetch_add(p.stats.rows, Ordering::Relaxed) + p.stats.rows;
             let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
@@ -138,7 +164,6 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
         progress.inc(1);
         result
     })?;
-    progress.finish_and_clear();
     let timings = std::env::var_os("MFU_TIMINGS").is_some();
     if timings {
         eprintln!(
@@ -146,37 +171,25 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
             started.elapsed().as_secs_f64()
         );
     }
-
-    let mut failures = Vec::new();
-    let mut total = mfu::compute::ComputeStats::default();
-    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
     let mut parts = Vec::new();
-    let mut rejects = Vec::new();
-    let mut files_ok = 0;
-    for (input, result) in inputs.iter().zip(results) {
-        match result {
-            Ok(p) => {
-                files_ok += 1;
-                for w in &p.warnings {
-                    eprintln!("mfu: warning: {w}");
-                }
-                add_stats(&mut total, &p.stats);
-                rejects.extend(p.rejects.into_iter().map(|r| (input.display.clone(), r)));
-                for (why, rows) in &p.stats.unresolved {
-                    *unresolved.entry(why.to_string()).or_default() += rows;
-                }
-                if let Some(frame) = p.frame {
-                    parts.push((input.display.clone(), frame));
-                }
+    let mut results = Vec::with_capacity(inputs.len());
+    for (input, result) in inputs.iter().zip(processed) {
+        results.push(result.map(|p| {
+            if let Some(frame) = p.frame {
+                parts.push((input.display.clone(), frame));
             }
-            Err(e) => failures.push(format!("{e:#}")),
-        }
+            InputReport {
+                stats: p.stats,
+                warnings: p.warnings,
+                rejects: p.rejects,
+            }
+        }));
     }
+    let failed = results.iter().any(|r| r.is_err());
 
     let mut wrote = None;
-    let write_output = !args.fail_fast || failures.is_empty();
-    if write_output {
-        if let Destination::One { path, format } = &destination {
+    if !args.fail_fast || !failed {
+        if let Destination::One { path, format } = destination {
             if !parts.is_empty() {
                 let combine_started = Instant::now();
                 let mut df = if inputs.len() > 1 {
@@ -193,23 +206,54 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
                 let write_started = Instant::now();
                 match path {
                     Some(p) => {
-                        write_file(p, *format, &mut df, &metadata, args.force)?;
-                        if timings {
-                            eprintln!(
-                                "mfu: timings: write {:.3}s",
-                                write_started.elapsed().as_secs_f64()
-                            );
-                        }
+                        write_file(p, *format, &mut df, metadata, args.force)?;
                         wrote = Some(p.display().to_string());
                     }
-                    None => write_stdout(*format, &mut df, &metadata)?,
+                    None => write_stdout(*format, &mut df, metadata)?,
+                }
+                if timings {
+                    eprintln!(
+                        "mfu: timings: write {:.3}s",
+                        write_started.elapsed().as_secs_f64()
+                    );
                 }
             }
-        } else if let Destination::PerInput { .. } = &destination {
+        } else if let Destination::PerInput { .. } = destination {
             wrote = args.out_dir.as_ref().map(|d| d.display().to_string());
         }
     }
+    Ok(Outcome { results, wrote })
+}
 
+/// Prints warnings, errors and the closing line; the exit code says whether every input was enriched.
+fn report(
+    args: &EnrichArgs,
+    pipeline: &Pipeline,
+    outcome: Outcome,
+    started: Instant,
+) -> anyhow::Result<ExitCode> {
+    let inputs = &pipeline.inputs;
+    let mut failures = Vec::new();
+    let mut total = mfu::compute::ComputeStats::default();
+    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rejects = Vec::new();
+    let mut files_ok = 0;
+    for (input, result) in inputs.iter().zip(outcome.results) {
+        match result {
+            Ok(p) => {
+                files_ok += 1;
+                for w in &p.warnings {
+                    eprintln!("mfu: warning: {w}");
+                }
+                add_stats(&mut total, &p.stats);
+                rejects.extend(p.rejects.into_iter().map(|r| (input.display.clone(), r)));
+                for (why, rows) in &p.stats.unresolved {
+                    *unresolved.entry(why.to_string()).or_default() += rows;
+                }
+            }
+            Err(e) => failures.push(format!("{e:#}")),
+        }
+    }
     if let Some(path) = &args.rejects {
         write_rejects(path, &rejects)?;
     }
@@ -243,7 +287,7 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
             total.rows,
             total.null_mfu_rows,
             rejects.len(),
-            wrote.map(|w| format!(" -> {w}")).unwrap_or_default(),
+            outcome.wrote.map(|w| format!(" -> {w}")).unwrap_or_default(),
         );
     }
     Ok(if failures.is_empty() {
@@ -251,6 +295,14 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What happened to one input.
+struct Processed {
+    frame: Option<DataFrame>,
+    stats: mfu::compute::ComputeStats,
+    warnings: Vec<String>,
+    rejects: Vec<mfu::read::Reject>,
 }
 
 /// Reads, enriches and (with --out-dir) writes one input.

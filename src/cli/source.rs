@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use mfu::columns::{ColumnOptions, Constants, Field, FieldSource, ModelFlops, TimeUnit};
+use mfu::columns::{
+    ColumnMapping, ColumnOptions, Constants, Field, FieldSource, ModelFlops, TimeUnit,
+};
 use mfu::enrich::{enrich_frame, is_enriched, reuse_enriched, EnrichOptions, Enriched};
 use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
@@ -193,6 +195,18 @@ pub struct Pipeline {
     verbose: bool,
 }
 
+/// What reading and enriching one input showed, for its warnings and --verbose lines.
+pub struct Seen {
+    pub shape: Shape,
+    pub rows: usize,
+    pub notes: Vec<String>,
+    pub mapping: ColumnMapping,
+    pub non_numeric: Vec<(String, usize)>,
+    pub renamed: Vec<(String, String)>,
+    pub torn: Option<Reject>,
+    pub rejects: Vec<Reject>,
+}
+
 /// One input, read and enriched.
 pub struct Loaded {
     pub enriched: Enriched,
@@ -277,6 +291,19 @@ impl Pipeline {
     /// Reads and enriches one input. With `reuse`, a table that already has mfu's columns is taken as it
     /// is (for summaries and plots of enriched files).
     pub fn load(&self, input: &Input, reuse: bool) -> anyhow::Result<Loaded> {
+        let (loaded, verbose) = self.load_quietly(input, reuse)?;
+        for line in verbose {
+            eprintln!("{line}");
+        }
+        Ok(loaded)
+    }
+
+    /// [`Pipeline::load`], giving back its --verbose lines instead of printing them.
+    pub fn load_quietly(
+        &self,
+        input: &Input,
+        reuse: bool,
+    ) -> anyhow::Result<(Loaded, Vec<String>)> {
         let started = std::time::Instant::now();
         let read = read_input(input, &self.read)?;
         let read_s = started.elapsed().as_secs_f64();
@@ -298,66 +325,105 @@ impl Pipeline {
                 started.elapsed().as_secs_f64() - read_s
             );
         }
-        if self.verbose {
-            eprintln!(
-                "mfu: {}: {} log, {rows} rows; {}",
-                input.display,
-                read.shape,
-                enriched.mapping.describe()
-            );
-            for note in &read.notes {
-                eprintln!("mfu: {}: {note}", input.display);
-            }
+        let seen = Seen {
+            shape: read.shape,
+            rows,
+            notes: read.notes,
+            mapping: enriched.mapping.clone(),
+            non_numeric: enriched.non_numeric.clone(),
+            renamed: enriched.renamed.clone(),
+            torn: read.torn,
+            rejects: read.rejects,
+        };
+        let verbose = self.verbose_lines(input, &seen);
+        let warnings = self.warnings(input, &seen);
+        let rejects = seen.rejects.into_iter().chain(seen.torn).collect(); // in line order
+        Ok((
+            Loaded {
+                enriched,
+                rejects,
+                warnings,
+            },
+            verbose,
+        ))
+    }
+
+    /// With --verbose, what was read and how its columns were mapped.
+    pub fn verbose_lines(&self, input: &Input, seen: &Seen) -> Vec<String> {
+        if !self.verbose {
+            return Vec::new();
         }
+        let mut lines = vec![format!(
+            "mfu: {}: {} log, {} rows; {}",
+            input.display,
+            seen.shape,
+            seen.rows,
+            seen.mapping.describe()
+        )];
+        for note in &seen.notes {
+            lines.push(format!("mfu: {}: {note}", input.display));
+        }
+        lines
+    }
+
+    /// What the user should know about one input: non-numeric cells, renamed columns, missing timing,
+    /// lines that were not read.
+    pub fn warnings(&self, input: &Input, seen: &Seen) -> Vec<String> {
         let mut warnings = Vec::new();
-        for (column, cells) in &enriched.non_numeric {
+        for (column, cells) in &seen.non_numeric {
             warnings.push(format!(
                 "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
                 input.display,
                 if *cells == 1 { " is" } else { "s are" }
             ));
         }
-        for (old, new) in &enriched.renamed {
+        for (old, new) in &seen.renamed {
             warnings.push(format!(
                 "{}: the input's own column '{old}' is kept as '{new}'",
                 input.display
             ));
         }
-        if enriched.mapping.source(Field::StepTime) == &FieldSource::Missing {
+        if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {
             warnings.push(format!(
                 "{}: this {} log has no step timing: throughput and MFU are null",
-                input.display, read.shape
+                input.display, seen.shape
             ));
         }
         if self.options.logged_peak_flops.is_some()
-            && enriched.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
+            && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
         {
             warnings.push(format!(
                 "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
                 input.display
             ));
         }
-        if let Some(torn) = &read.torn {
+        if let Some(torn) = &seen.torn {
             warnings.push(format!(
                 "{}: line {} is cut short (a run killed mid-write?): skipped",
                 input.display, torn.line
             ));
         }
-        if !read.rejects.is_empty() {
+        if !seen.rejects.is_empty() {
             warnings.push(format!(
                 "{}: {} malformed line(s) skipped (--skip-bad-rows), the first at line {}: {}",
                 input.display,
-                read.rejects.len(),
-                read.rejects[0].line,
-                read.rejects[0].reason
+                seen.rejects.len(),
+                seen.rejects[0].line,
+                seen.rejects[0].reason
             ));
         }
-        let rejects = read.torn.into_iter().chain(read.rejects).collect();
-        Ok(Loaded {
-            enriched,
-            rejects,
-            warnings,
-        })
+        warnings
+    }
+
+    /// The worker threads (at most `--jobs`).
+    pub fn pool(&self) -> anyhow::Result<rayon::ThreadPool> {
+        // polars' readers run their own parallel work from inside these threads; nested pools need more
+        // than rayon's default 2 MiB of stack.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs.unwrap_or(0))
+            .stack_size(32 << 20)
+            .build()
+            .context("starting worker threads")
     }
 
     /// Runs `work` on every input in parallel (at most `--jobs` threads), results in input order.
@@ -366,13 +432,7 @@ impl Pipeline {
         T: Send,
         F: Fn(usize, &Input) -> anyhow::Result<T> + Sync,
     {
-        // polars' readers run their own parallel work from inside these threads; nested pools need more
-        // than rayon's default 2 MiB of stack.
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.jobs.unwrap_or(0))
-            .stack_size(32 << 20)
-            .build()
-            .context("starting worker threads")?;
+        let pool = self.pool()?;
         Ok(pool.install(|| {
             self.inputs
                 .par_iter()
@@ -457,6 +517,12 @@ pub fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::Compu
     total.bad_step_time_rows += s.bad_step_time_rows;
     total.bad_count_rows += s.bad_count_rows;
     total.mfu_above_one_rows += s.mfu_above_one_rows;
+    for (why, rows) in &s.unresolved {
+        match total.unresolved.iter_mut().find(|(w, _)| w == why) {
+            Some(slot) => slot.1 += rows,
+            None => total.unresolved.push((why.clone(), *rows)),
+        }
+    }
 }
 
 pub fn progress_bar(files: usize, quiet: bool) -> ProgressBar {

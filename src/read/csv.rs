@@ -74,6 +74,17 @@ pub fn read_checked(
     separator: u8,
     skip_bad: bool,
 ) -> Result<(DataFrame, Vec<Reject>), String> {
+    read_checked_from(bytes, separator, skip_bad, 0)
+}
+
+/// [`read_checked`] for a block of a larger file, with its header first: `line_offset` is added to line
+/// numbers in errors and rejects so they are the file's.
+pub fn read_checked_from(
+    bytes: Vec<u8>,
+    separator: u8,
+    skip_bad: bool,
+    line_offset: usize,
+) -> Result<(DataFrame, Vec<Reject>), String> {
     let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf") {
         Some(rest) => rest.to_vec(),
         None => bytes,
@@ -108,7 +119,7 @@ pub fn read_checked(
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                let line = e.position().map_or(0, |p| p.line() as usize);
+                let line = e.position().map_or(0, |p| p.line() as usize + line_offset);
                 bad.push(Reject {
                     line,
                     column: None,
@@ -118,7 +129,9 @@ pub fn read_checked(
                 continue;
             }
         };
-        let line = record.position().map_or(0, |p| p.line() as usize);
+        let line = record
+            .position()
+            .map_or(0, |p| p.line() as usize + line_offset);
         if record.len() != width {
             bad.push(Reject {
                 line,

@@ -1,6 +1,6 @@
 //! JSON Lines (`.jsonl`, `.ndjson`): one JSON object per line, read with polars.
 //!
-//! The fast path hands the whole file to polars. Only when polars refuses it are the lines checked one by
+//! Flat lines (the usual case) go through [`super::flat_json`]; anything else is handed whole to polars. Only when polars refuses it are the lines checked one by
 //! one, to say which line and column is wrong: a torn last line (a run killed mid-write) is dropped with a
 //! warning; any other bad line is an error, or, with `--skip-bad-rows`, dropped and reported.
 
@@ -41,6 +41,9 @@ const INFER_LINES: usize = 10_000;
 /// Parses with the schema inferred from the first lines; when a later line disagrees (an integer column
 /// that turns fractional, a field that first appears late), again with the schema inferred from every line.
 fn parse(bytes: &[u8]) -> PolarsResult<DataFrame> {
+    if let Some(df) = super::flat_json::parse(bytes) {
+        return Ok(df);
+    }
     let read = |lines: Option<std::num::NonZeroUsize>| {
         JsonReader::new(Cursor::new(bytes))
             .with_json_format(JsonFormat::JsonLines)
@@ -93,7 +96,7 @@ fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
 }
 
 /// `bytes` cut into about `n` pieces at line ends.
-fn line_chunks(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+pub(crate) fn line_chunks(bytes: &[u8], n: usize) -> Vec<&[u8]> {
     let target = bytes.len() / n.max(1) + 1;
     let mut chunks = Vec::with_capacity(n);
     let mut start = 0;
@@ -112,6 +115,16 @@ fn line_chunks(bytes: &[u8], n: usize) -> Vec<&[u8]> {
 /// correctly (see [`parse`]). With `skip_bad`, malformed lines are dropped and
 /// returned instead of failing the read.
 pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String> {
+    read_checked_from(bytes, skip_bad, 1)
+}
+
+/// [`read_checked`] for lines that start at line `first_line` of their file (a block of a larger input):
+/// line numbers in errors and rejects are the file's.
+pub fn read_checked_from(
+    bytes: Vec<u8>,
+    skip_bad: bool,
+    first_line: usize,
+) -> Result<JsonlRead, String> {
     let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf") {
         Some(rest) => rest.to_vec(),
         None => bytes,
@@ -144,9 +157,9 @@ pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String>
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        last_content_line = i + 1;
+        last_content_line = i + first_line;
         let reject = |column: Option<usize>, reason: String| Reject {
-            line: i + 1,
+            line: i + first_line,
             column,
             reason,
             text: String::from_utf8_lossy(&raw[..raw.len().min(1000)]).into_owned(),
@@ -194,7 +207,7 @@ pub fn read_checked(bytes: Vec<u8>, skip_bad: bool) -> Result<JsonlRead, String>
     let dropped: Vec<usize> = bad.iter().chain(torn.iter()).map(|r| r.line).collect();
     let mut kept = Vec::with_capacity(bytes.len());
     for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-        if !dropped.contains(&(i + 1)) {
+        if !dropped.contains(&(i + first_line)) {
             kept.extend_from_slice(raw);
             kept.push(b'\n');
         }

@@ -5,10 +5,12 @@
 //! whatever its name, and gzip or zstd compression by theirs.
 
 pub mod csv;
+pub mod flat_json;
 pub mod inputs;
 pub mod jsonl;
 pub mod parquet;
 pub mod shapes;
+pub mod stream;
 
 use std::fmt;
 use std::io::Read;
@@ -107,8 +109,8 @@ pub enum ReadError {
 }
 
 const PARQUET_MAGIC: &[u8] = b"PAR1";
-const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
-const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+pub(crate) const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+pub(crate) const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 
 /// Undoes gzip or zstd compression, recognised by magic bytes.
 fn decompress(input: &str, bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {

@@ -16,30 +16,39 @@ impl TableWriter for CsvTableWriter {
         _metadata: &Metadata,
         out: &mut (dyn Write + Send),
     ) -> Result<(), WriteError> {
-        let encode = |e: PolarsError| WriteError::encode(OutputFormat::Csv, e);
-        let nested: Vec<usize> = df
-            .columns()
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.dtype().is_nested())
-            .map(|(i, _)| i)
-            .collect();
-        let mut flat;
-        let df = if nested.is_empty() {
-            df
-        } else {
-            flat = df.clone();
-            for i in nested {
-                let text = nested_as_json(&flat.columns()[i]).map_err(encode)?;
-                flat.replace_column(i, text).map_err(encode)?;
-            }
-            &mut flat
-        };
-        CsvWriter::new(out)
-            .include_header(true)
-            .finish(df)
-            .map_err(encode)
+        write_csv(df, out, true)
     }
+}
+
+/// Writes `df` as CSV rows, after a header line when `header`.
+pub(crate) fn write_csv(
+    df: &mut DataFrame,
+    out: &mut (impl Write + Send + ?Sized),
+    header: bool,
+) -> Result<(), WriteError> {
+    let encode = |e: PolarsError| WriteError::encode(OutputFormat::Csv, e);
+    let nested: Vec<usize> = df
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.dtype().is_nested())
+        .map(|(i, _)| i)
+        .collect();
+    let mut flat;
+    let df = if nested.is_empty() {
+        df
+    } else {
+        flat = df.clone();
+        for i in nested {
+            let text = nested_as_json(&flat.columns()[i]).map_err(encode)?;
+            flat.replace_column(i, text).map_err(encode)?;
+        }
+        &mut flat
+    };
+    CsvWriter::new(out)
+        .include_header(header)
+        .finish(df)
+        .map_err(encode)
 }
 
 /// Each cell of a nested column as JSON text (null stays null).

@@ -15,9 +15,17 @@ impl TableWriter for JsonlTableWriter {
         _metadata: &Metadata,
         out: &mut (dyn Write + Send),
     ) -> Result<(), WriteError> {
-        JsonWriter::new(out)
-            .with_json_format(JsonFormat::JsonLines)
-            .finish(df)
-            .map_err(|e| WriteError::encode(OutputFormat::Jsonl, e))
+        write_jsonl(df, out)
     }
+}
+
+/// Writes `df` as JSON Lines.
+pub(crate) fn write_jsonl(
+    df: &mut DataFrame,
+    out: &mut (impl Write + Send + ?Sized),
+) -> Result<(), WriteError> {
+    JsonWriter::new(out)
+        .with_json_format(JsonFormat::JsonLines)
+        .finish(df)
+        .map_err(|e| WriteError::encode(OutputFormat::Jsonl, e))
 }

@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod csv;
 pub mod jsonl;
 pub mod parquet;
+pub mod sink;
 
 use std::fmt;
 use std::io::Write;

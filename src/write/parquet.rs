@@ -49,51 +49,82 @@ fn row_group_batch(
     )
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn write_frame(
     df: &DataFrame,
     metadata: &Metadata,
     out: &mut (dyn Write + Send),
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<(), BoxError> {
     let first = row_group_batch(df, 0, metadata)?;
-    let schema = first.schema();
-    // Dictionary encoding pays for text (run names, devices, dtypes repeat); for numbers it hashes every
-    // value only to give up on a million distinct floats, and zstd already folds repeats.
-    let mut builder = WriterProperties::builder().set_dictionary_enabled(false);
-    for field in schema.fields() {
-        if matches!(
-            field.data_type(),
-            arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::LargeUtf8
-        ) {
-            builder = builder.set_column_dictionary_enabled(
-                parquet::schema::types::ColumnPath::from(field.name().as_str()),
-                true,
-            );
-        }
-    }
-    let properties = builder
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        .set_key_value_metadata(Some(
-            metadata
-                .iter()
-                .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-                .collect(),
-        ))
-        .build();
-    // ArrowWriter sets up the file (schema, ARROW:schema metadata); the row groups are encoded here, each
-    // converted to Arrow only when its turn comes.
-    let (mut file, factory) = ArrowWriter::try_new(out, Arc::clone(&schema), Some(properties))?
-        .into_serialized_writer()?;
+    let mut file = ParquetStream::new(out, &first, metadata)?;
     let rows = df.height();
     let mut start = 0;
-    let mut group = 0;
     let mut next = Some(first);
     while let Some(slice) = next.take() {
-        let len = slice.num_rows();
-        let writers = factory.create_column_writers(group)?;
+        start += slice.num_rows();
+        file.write_row_group(&slice)?;
+        if start < rows {
+            next = Some(row_group_batch(df, start, metadata)?);
+        }
+    }
+    file.finish()?;
+    Ok(())
+}
+
+/// A Parquet file written one row group at a time, with the schema of the first.
+pub struct ParquetStream<W: Write + Send> {
+    file: parquet::file::writer::SerializedFileWriter<W>,
+    factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
+    schema: arrow::datatypes::SchemaRef,
+    group: usize,
+}
+
+impl<W: Write + Send> ParquetStream<W> {
+    /// Starts a file whose row groups have `first`'s schema (its rows are not written).
+    pub fn new(out: W, first: &RecordBatch, metadata: &Metadata) -> Result<Self, BoxError> {
+        let schema = first.schema();
+        // Dictionary encoding pays for text (run names, devices, dtypes repeat); for numbers it hashes
+        // every value only to give up on a million distinct floats, and zstd already folds repeats.
+        let mut builder = WriterProperties::builder().set_dictionary_enabled(false);
+        for field in schema.fields() {
+            if matches!(
+                field.data_type(),
+                arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::LargeUtf8
+            ) {
+                builder = builder.set_column_dictionary_enabled(
+                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
+                    true,
+                );
+            }
+        }
+        let properties = builder
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .set_key_value_metadata(Some(
+                metadata
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                    .collect(),
+            ))
+            .build();
+        // ArrowWriter sets up the file (schema, ARROW:schema metadata); the row groups are encoded here.
+        let (file, factory) = ArrowWriter::try_new(out, Arc::clone(&schema), Some(properties))?
+            .into_serialized_writer()?;
+        Ok(ParquetStream {
+            file,
+            factory,
+            schema,
+            group: 0,
+        })
+    }
+
+    /// Writes `batch` (of the first batch's schema) as one row group, its columns encoded in parallel.
+    pub fn write_row_group(&mut self, batch: &RecordBatch) -> Result<(), BoxError> {
+        let writers = self.factory.create_column_writers(self.group)?;
         // One writer per leaf column; leaves come from the fields in order.
         let mut leaves = Vec::with_capacity(writers.len());
-        for (field, array) in schema.fields().iter().zip(slice.columns()) {
+        for (field, array) in self.schema.fields().iter().zip(batch.columns()) {
             leaves.extend(compute_leaves(field, array)?);
         }
         let chunks: Vec<ArrowColumnChunk> = writers
@@ -104,19 +135,19 @@ fn write_frame(
                 writer.close()
             })
             .collect::<parquet::errors::Result<_>>()?;
-        let mut row_group = file.next_row_group()?;
+        let mut row_group = self.file.next_row_group()?;
         for chunk in chunks {
             chunk.append_to_row_group(&mut row_group)?;
         }
         row_group.close()?;
-        start += len;
-        group += 1;
-        if start < rows {
-            next = Some(row_group_batch(df, start, metadata)?);
-        }
+        self.group += 1;
+        Ok(())
     }
-    file.close()?;
-    Ok(())
+
+    /// Writes the footer, and gives back the output.
+    pub fn finish(self) -> Result<W, BoxError> {
+        Ok(self.file.into_inner()?)
+    }
 }
 
 #[cfg(test)]

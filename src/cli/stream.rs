@@ -1,0 +1,339 @@
+//! The streaming way of `mfu enrich` into one output file: inputs are enriched in input order and their
+//! rows written as they come, so memory holds a block of a large input, or a window of small ones, never
+//! the whole.
+//!
+//! Small inputs are read whole, several at a time in parallel, as the whole-input way reads them. A large
+//! JSON Lines or CSV file is cut into blocks of lines ([`mfu::read::stream`]), each parsed and enriched on
+//! its own: that gives the same rows only when every field is computed from its own row, and when later
+//! blocks have the columns and types of the first. So streaming stops, and the run starts again the
+//! whole-input way, at the first sign that it would not: a large input with cumulative counters or
+//! `--window` (both need the rows before), a block whose columns or types differ from the rows written
+//! (see [`Sink`]), a trainer shape that is not a plain table, or any input that fails (its error is then
+//! reported by the whole-input way, exactly as without streaming). Nothing is written under the output's
+//! name until the end, so starting again leaves no trace.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use polars::prelude::DataFrame;
+use rayon::prelude::*;
+
+use mfu::columns::{ColumnMapping, Field, FieldSource};
+use mfu::enrich::{enrich_frame, tag_source};
+use mfu::read::stream::{block_bytes, parse_block, BlockReader};
+use mfu::read::{shapes, Input, InputFormat, Shape};
+use mfu::write::parquet::ROW_GROUP_ROWS;
+use mfu::write::sink::{Sink, SinkError};
+use mfu::write::Metadata;
+
+use super::enrich::{Destination, EnrichArgs, InputReport, Outcome};
+use super::source::{add_stats, Pipeline, Seen};
+
+/// Small inputs read in parallel before their rows are written: enough to keep every thread busy.
+const WINDOW_INPUTS: usize = 64;
+
+/// Enriches every input into the one output, or says (`None`) that the whole-input way must do it.
+pub(super) fn enrich_streaming(
+    pipeline: &Pipeline,
+    args: &EnrichArgs,
+    destination: &Destination,
+    metadata: &Metadata,
+    progress: &ProgressBar,
+) -> anyhow::Result<Option<Outcome>> {
+    let Destination::One {
+        path: Some(path),
+        format,
+    } = destination
+    else {
+        return Ok(None); // standard output cannot be taken back, --out-dir writes one file per input
+    };
+    let inputs = &pipeline.inputs;
+    let plain = matches!(pipeline.read.shape, None | Some(Shape::Table))
+        && pipeline.read.line_regex.is_none();
+    if !plain
+        || inputs
+            .iter()
+            .any(|i| i.path.is_none() || !i.companions.is_empty())
+    {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let stacked = inputs.len() > 1;
+    let mut sink = Sink::create(path, *format, metadata, args.force)?;
+    let pool = pipeline.pool()?;
+    let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
+    let mut verbose: Vec<String> = Vec::new();
+    let done = pool.install(|| -> anyhow::Result<bool> {
+        let mut next = 0;
+        while next < inputs.len() {
+            if is_large(&inputs[next]) {
+                let Some((report, lines)) =
+                    stream_input(pipeline, args, &inputs[next], &mut sink, stacked)?
+                else {
+                    return Ok(false);
+                };
+                reports.push(report);
+                verbose.extend(lines);
+                progress.inc(1);
+                next += 1;
+                continue;
+            }
+            let end = (next..inputs.len())
+                .take(WINDOW_INPUTS)
+                .find(|&i| is_large(&inputs[i]))
+                .unwrap_or(inputs.len().min(next + WINDOW_INPUTS));
+            let end = end.max(next + 1);
+            let loaded: Vec<_> = inputs[next..end]
+                .par_iter()
+                .map(|input| pipeline.load_quietly(input, false))
+                .collect();
+            for (input, result) in inputs[next..end].iter().zip(loaded) {
+                let Ok((loaded, lines)) = result else {
+                    return Ok(false);
+                };
+                if args.strict && !loaded.enriched.stats.unresolved.is_empty() {
+                    return Ok(false);
+                }
+                let frame = if stacked {
+                    tag_source(loaded.enriched.frame, &input.display)?
+                } else {
+                    loaded.enriched.frame
+                };
+                if !pushed(sink.push(frame, stacked))? {
+                    return Ok(false);
+                }
+                reports.push(InputReport {
+                    stats: loaded.enriched.stats,
+                    warnings: loaded.warnings,
+                    rejects: loaded.rejects,
+                });
+                verbose.extend(lines);
+                progress.inc(1);
+            }
+            next = end;
+        }
+        Ok(true)
+    })?;
+    if !done || !pushed(sink.finish())? {
+        return Ok(None);
+    }
+    if std::env::var_os("MFU_TIMINGS").is_some() {
+        eprintln!(
+            "mfu: timings: streamed {} input(s) {:.3}s",
+            inputs.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    for line in verbose {
+        eprintln!("{line}");
+    }
+    Ok(Some(Outcome {
+        results: reports.into_iter().map(Ok).collect(),
+        wrote: Some(path.display().to_string()),
+    }))
+}
+
+/// Whether a push or finish went through (`false`: the rows do not fit, stream no further); a failure to
+/// write is an error.
+fn pushed(result: Result<(), SinkError>) -> anyhow::Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(SinkError::Mismatch(_)) => Ok(false),
+        Err(SinkError::Write(e)) => Err(e.into()),
+    }
+}
+
+/// Inputs larger than a block are read in blocks.
+fn is_large(input: &Input) -> bool {
+    input
+        .path
+        .as_deref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .is_some_and(|m| m.len() > block_bytes() as u64)
+}
+
+/// Whether rows of a log mapped this way can be computed block by block.
+fn row_local(mapping: &ColumnMapping, pipeline: &Pipeline) -> bool {
+    pipeline.options.window.is_none()
+        && Field::ALL.iter().all(|f| {
+            !matches!(
+                mapping.source(*f),
+                FieldSource::Column {
+                    cumulative: true,
+                    ..
+                }
+            )
+        })
+}
+
+/// What streaming one input gathered, added up over its blocks.
+struct Gathered {
+    seen: Option<Seen>,
+    stats: mfu::compute::ComputeStats,
+    columns: Option<HashSet<String>>,
+}
+
+impl Gathered {
+    /// Enriches one block's (or slice's) rows and writes them; `None` when streaming must stop.
+    fn add(
+        &mut self,
+        pipeline: &Pipeline,
+        args: &EnrichArgs,
+        input: &Input,
+        frame: DataFrame,
+        sink: &mut Sink,
+        stacked: bool,
+    ) -> anyhow::Result<Option<()>> {
+        if frame.height() == 0 {
+            return Ok(Some(()));
+        }
+        let names: HashSet<String> = frame
+            .get_column_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        match &self.columns {
+            // Another set of columns could map to other fields: not the rows the whole file gives.
+            Some(first) if *first != names => return Ok(None),
+            Some(_) => {}
+            None => self.columns = Some(names),
+        }
+        let Ok(enriched) = enrich_frame(frame, &pipeline.options) else {
+            return Ok(None);
+        };
+        if !row_local(&enriched.mapping, pipeline)
+            || (args.strict && !enriched.stats.unresolved.is_empty())
+        {
+            return Ok(None);
+        }
+        let seen = self.seen.get_or_insert_with(|| Seen {
+            shape: Shape::Table,
+            rows: 0,
+            notes: Vec::new(),
+            mapping: enriched.mapping.clone(),
+            non_numeric: Vec::new(),
+            renamed: enriched.renamed.clone(),
+            torn: None,
+            rejects: Vec::new(),
+        });
+        seen.rows += enriched.frame.height();
+        for (column, cells) in &enriched.non_numeric {
+            match seen.non_numeric.iter_mut().find(|(c, _)| c == column) {
+                Some(slot) => slot.1 += cells,
+                None => seen.non_numeric.push((column.clone(), *cells)),
+            }
+        }
+        add_stats(&mut self.stats, &enriched.stats);
+        let frame = if stacked {
+            tag_source(enriched.frame, &input.display)?
+        } else {
+            enriched.frame
+        };
+        Ok(pushed(sink.push(frame, stacked))?.then_some(()))
+    }
+}
+
+/// Streams one large input into `sink`: its report and --verbose lines, or `None` to stop streaming.
+fn stream_input(
+    pipeline: &Pipeline,
+    args: &EnrichArgs,
+    input: &Input,
+    sink: &mut Sink,
+    stacked: bool,
+) -> anyhow::Result<Option<(InputReport, Vec<String>)>> {
+    let path = input.path.as_deref().expect("streamed inputs are files");
+    let started = Instant::now();
+    let mut gathered = Gathered {
+        seen: None,
+        stats: Default::default(),
+        columns: None,
+    };
+    let mut torn = None;
+    let mut rejects = Vec::new();
+    let parquet = std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 4];
+            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic == *b"PAR1")
+        })
+        .unwrap_or(false);
+    let format = pipeline.read.format.or(input.format_from_name());
+    if parquet || format == Some(InputFormat::Parquet) {
+        // A Parquet file is read whole (it is compact, and columnar), then enriched and written a row
+        // group at a time.
+        let Ok(read) = mfu::read::read_input(input, &pipeline.read) else {
+            return Ok(None);
+        };
+        let mut start = 0;
+        while start < read.frame.height() {
+            let slice = read.frame.slice(start as i64, ROW_GROUP_ROWS);
+            start += slice.height();
+            if gathered
+                .add(pipeline, args, input, slice, sink, stacked)?
+                .is_none()
+            {
+                return Ok(None);
+            }
+        }
+    } else {
+        let Some(format) = format else {
+            return Ok(None);
+        };
+        let Ok(mut reader) = BlockReader::open(path, format) else {
+            return Ok(None);
+        };
+        let mut first = true;
+        loop {
+            let Ok(block) = reader.next_block() else {
+                return Ok(None);
+            };
+            let Some(block) = block else { break };
+            if first {
+                first = false;
+                let head = &block.bytes[..block.bytes.len().min(64 * 1024)];
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let lfs = head.starts_with(b"version https://git-lfs.github.com/spec/");
+                if lfs || pipeline.read.shape.is_none() && shapes::detect(head, &name).is_some() {
+                    return Ok(None);
+                }
+            }
+            let Ok(parsed) = parse_block(block, format, pipeline.read.skip_bad_rows) else {
+                return Ok(None);
+            };
+            torn = torn.or(parsed.torn);
+            rejects.extend(parsed.rejects);
+            if gathered
+                .add(pipeline, args, input, parsed.frame, sink, stacked)?
+                .is_none()
+            {
+                return Ok(None);
+            }
+        }
+    }
+    let Some(mut seen) = gathered.seen else {
+        return Ok(None); // no rows: the whole-input way says what it makes of that
+    };
+    if std::env::var_os("MFU_TIMINGS").is_some() {
+        eprintln!(
+            "mfu: timings: {}: streamed {:.3}s",
+            input.display,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    seen.torn = torn;
+    seen.rejects = rejects;
+    let verbose = pipeline.verbose_lines(input, &seen);
+    let warnings = pipeline.warnings(input, &seen);
+    let rejects = seen.rejects.into_iter().chain(seen.torn).collect(); // in line order
+    Ok(Some((
+        InputReport {
+            stats: gathered.stats,
+            warnings,
+            rejects,
+        },
+        verbose,
+    )))
+}
