@@ -172,21 +172,32 @@ struct Gathered {
     seen: Option<Seen>,
     stats: mfu::compute::ComputeStats,
     columns: Option<HashSet<String>>,
+    /// Seconds spent enriching (MFU_TIMINGS).
+    enrich_s: f64,
+}
+
+/// One block or slice, enriched.
+enum Enriched {
+    /// Rows to write.
+    Rows(DataFrame),
+    /// Nothing to write (a block of blank lines).
+    Empty,
+    /// Streaming must stop.
+    Stop,
 }
 
 impl Gathered {
-    /// Enriches one block's (or slice's) rows and writes them; `None` when streaming must stop.
-    fn add(
+    /// Enriches one block's (or slice's) rows, ready to write.
+    fn enrich(
         &mut self,
         pipeline: &Pipeline,
         args: &EnrichArgs,
         input: &Input,
         frame: DataFrame,
-        sink: &mut Sink,
         stacked: bool,
-    ) -> anyhow::Result<Option<()>> {
+    ) -> anyhow::Result<Enriched> {
         if frame.height() == 0 {
-            return Ok(Some(()));
+            return Ok(Enriched::Empty);
         }
         let names: HashSet<String> = frame
             .get_column_names()
@@ -195,17 +206,19 @@ impl Gathered {
             .collect();
         match &self.columns {
             // Another set of columns could map to other fields: not the rows the whole file gives.
-            Some(first) if *first != names => return Ok(None),
+            Some(first) if *first != names => return Ok(Enriched::Stop),
             Some(_) => {}
             None => self.columns = Some(names),
         }
+        let clock = Instant::now();
         let Ok(enriched) = enrich_frame(frame, &pipeline.options) else {
-            return Ok(None);
+            return Ok(Enriched::Stop);
         };
+        self.enrich_s += clock.elapsed().as_secs_f64();
         if !row_local(&enriched.mapping, pipeline)
             || (args.strict && !enriched.stats.unresolved.is_empty())
         {
-            return Ok(None);
+            return Ok(Enriched::Stop);
         }
         let seen = self.seen.get_or_insert_with(|| Seen {
             shape: Shape::Table,
@@ -225,13 +238,97 @@ impl Gathered {
             }
         }
         add_stats(&mut self.stats, &enriched.stats);
-        let frame = if stacked {
+        Ok(Enriched::Rows(if stacked {
             tag_source(enriched.frame, &input.display)?
         } else {
             enriched.frame
-        };
-        Ok(pushed(sink.push(frame, stacked))?.then_some(()))
+        }))
     }
+
+    /// Enriches the frames `next` gives (`Ok(None)` at the end, `Err(())` to stop) and writes them into
+    /// `sink`, the next frame read while the one before is written. With `enrich_early` a frame is
+    /// enriched on the reading side (when reading is cheap, as slicing a Parquet file read whole), else on
+    /// the writing side (when parsing is the heavier half). `Ok(false)`: streaming must stop.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        pipeline: &Pipeline,
+        args: &EnrichArgs,
+        input: &Input,
+        sink: &mut Sink,
+        stacked: bool,
+        enrich_early: bool,
+        write_s: &mut f64,
+        read_times: &mut [f64; 2],
+        mut next: impl FnMut(&mut [f64; 2]) -> Result<Option<DataFrame>, ()> + Send,
+    ) -> anyhow::Result<bool> {
+        // A frame waiting to be written, enriched or not.
+        let mut pending: Option<Enriched> = None;
+        loop {
+            let (early, late) = if enrich_early {
+                (Some(&mut *self), None)
+            } else {
+                (None, Some(&mut *self))
+            };
+            let (produced, written) = rayon::join(
+                || -> anyhow::Result<Option<Enriched>> {
+                    let Ok(frame) = next(read_times) else {
+                        return Ok(Some(Enriched::Stop));
+                    };
+                    match (frame, early) {
+                        (None, _) => Ok(None),
+                        (Some(f), Some(state)) => {
+                            state.enrich(pipeline, args, input, f, stacked).map(Some)
+                        }
+                        (Some(f), None) => Ok(Some(Enriched::Rows(f))),
+                    }
+                },
+                || -> anyhow::Result<bool> {
+                    let frame = match (pending.take(), late) {
+                        (Some(Enriched::Rows(f)), Some(state)) => {
+                            match state.enrich(pipeline, args, input, f, stacked)? {
+                                Enriched::Rows(f) => f,
+                                Enriched::Empty => return Ok(true),
+                                Enriched::Stop => return Ok(false),
+                            }
+                        }
+                        (Some(Enriched::Rows(f)), None) => f,
+                        (Some(Enriched::Stop), _) => return Ok(false),
+                        (Some(Enriched::Empty), _) | (None, _) => return Ok(true),
+                    };
+                    let clock = Instant::now();
+                    let ok = pushed(sink.push(frame, stacked))?;
+                    *write_s += clock.elapsed().as_secs_f64();
+                    Ok(ok)
+                },
+            );
+            if !written? {
+                return Ok(false);
+            }
+            match produced? {
+                // The writing side took and wrote the last pending frame in this round.
+                None => return Ok(true),
+                Some(Enriched::Stop) => return Ok(false),
+                Some(e) => pending = Some(e),
+            }
+        }
+    }
+}
+
+/// The first bytes of `path` (decompressed), to recognise its shape.
+fn reader_head(path: &std::path::Path, format: InputFormat) -> std::io::Result<Vec<u8>> {
+    let mut head = BlockReader::open_with(path, format, 64 * 1024)?;
+    Ok(head.next_block()?.map(|b| b.bytes).unwrap_or_default())
+}
+
+/// Whether the input starts like a plain table (not a Git LFS pointer, not a trainer's own layout).
+fn plain_table(pipeline: &Pipeline, path: &std::path::Path, head: &[u8]) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let lfs = head.starts_with(b"version https://git-lfs.github.com/spec/");
+    !lfs && (pipeline.read.shape.is_some() || shapes::detect(head, &name).is_none())
 }
 
 /// Streams one large input into `sink`: its report and --verbose lines, or `None` to stop streaming.
@@ -248,9 +345,12 @@ fn stream_input(
         seen: None,
         stats: Default::default(),
         columns: None,
+        enrich_s: 0.0,
     };
+    let mut read_times = [0.0; 2];
     let mut torn = None;
     let mut rejects = Vec::new();
+    let mut write_s = 0.0;
     let parquet = std::fs::File::open(path)
         .and_then(|mut f| {
             let mut magic = [0u8; 4];
@@ -258,67 +358,85 @@ fn stream_input(
         })
         .unwrap_or(false);
     let format = pipeline.read.format.or(input.format_from_name());
-    if parquet || format == Some(InputFormat::Parquet) {
+    let streamed = if parquet || format == Some(InputFormat::Parquet) {
         // A Parquet file is read whole (it is compact, and columnar), then enriched and written a row
         // group at a time.
         let Ok(read) = mfu::read::read_input(input, &pipeline.read) else {
             return Ok(None);
         };
         let mut start = 0;
-        while start < read.frame.height() {
-            let slice = read.frame.slice(start as i64, ROW_GROUP_ROWS);
-            start += slice.height();
-            if gathered
-                .add(pipeline, args, input, slice, sink, stacked)?
-                .is_none()
-            {
+        let slices = |_: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
+            if start >= read.frame.height() {
                 return Ok(None);
             }
-        }
+            let slice = read.frame.slice(start as i64, ROW_GROUP_ROWS);
+            start += slice.height();
+            Ok(Some(slice))
+        };
+        let times = &mut read_times;
+        gathered.run(
+            pipeline,
+            args,
+            input,
+            sink,
+            stacked,
+            true,
+            &mut write_s,
+            times,
+            slices,
+        )?
     } else {
         let Some(format) = format else {
             return Ok(None);
         };
+        // The first bytes decide whether this is a plain table at all.
+        let Ok(head) = reader_head(path, format) else {
+            return Ok(None);
+        };
+        if !plain_table(pipeline, path, &head) {
+            return Ok(None);
+        }
         let Ok(mut reader) = BlockReader::open(path, format) else {
             return Ok(None);
         };
-        let mut first = true;
-        loop {
-            let Ok(block) = reader.next_block() else {
-                return Ok(None);
-            };
-            let Some(block) = block else { break };
-            if first {
-                first = false;
-                let head = &block.bytes[..block.bytes.len().min(64 * 1024)];
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let lfs = head.starts_with(b"version https://git-lfs.github.com/spec/");
-                if lfs || pipeline.read.shape.is_none() && shapes::detect(head, &name).is_some() {
-                    return Ok(None);
-                }
-            }
-            let Ok(parsed) = parse_block(block, format, pipeline.read.skip_bad_rows) else {
-                return Ok(None);
-            };
-            torn = torn.or(parsed.torn);
+        let skip_bad = pipeline.read.skip_bad_rows;
+        let (torn, rejects) = (&mut torn, &mut rejects);
+        let blocks = |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
+            let clock = Instant::now();
+            let block = reader.next_block().map_err(|_| ())?;
+            times[0] += clock.elapsed().as_secs_f64();
+            let Some(block) = block else { return Ok(None) };
+            let clock = Instant::now();
+            let parsed = parse_block(block, format, skip_bad).map_err(|_| ())?;
+            times[1] += clock.elapsed().as_secs_f64();
+            *torn = torn.take().or(parsed.torn);
             rejects.extend(parsed.rejects);
-            if gathered
-                .add(pipeline, args, input, parsed.frame, sink, stacked)?
-                .is_none()
-            {
-                return Ok(None);
-            }
-        }
+            Ok(Some(parsed.frame))
+        };
+        let times = &mut read_times;
+        gathered.run(
+            pipeline,
+            args,
+            input,
+            sink,
+            stacked,
+            false,
+            &mut write_s,
+            times,
+            blocks,
+        )?
+    };
+    if !streamed {
+        return Ok(None);
     }
     let Some(mut seen) = gathered.seen else {
         return Ok(None); // no rows: the whole-input way says what it makes of that
     };
     if std::env::var_os("MFU_TIMINGS").is_some() {
+        let [read, parse] = read_times;
+        let (enrich, write) = (gathered.enrich_s, write_s);
         eprintln!(
-            "mfu: timings: {}: streamed {:.3}s",
+            "mfu: timings: {}: streamed {:.3}s (read {read:.3}s, parse {parse:.3}s, enrich {enrich:.3}s, write {write:.3}s)",
             input.display,
             started.elapsed().as_secs_f64()
         );
