@@ -30,6 +30,9 @@ use mfu::write::Metadata;
 use super::enrich::{Destination, EnrichArgs, InputReport, Outcome};
 use super::source::{add_stats, Pipeline, Seen};
 
+/// One small input, read and enriched whole, with its --verbose lines.
+type LoadResult = anyhow::Result<(super::source::Loaded, Vec<String>)>;
+
 /// Small inputs read in parallel before their rows are written: enough to keep every thread busy.
 const WINDOW_INPUTS: usize = 64;
 
@@ -65,9 +68,12 @@ pub(super) fn enrich_streaming(
     let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
     let mut verbose: Vec<String> = Vec::new();
     let done = pool.install(|| -> anyhow::Result<bool> {
+        // Small inputs loaded (read and enriched, in parallel) but not yet written.
+        let mut loaded: Vec<(&Input, LoadResult)> = Vec::new();
         let mut next = 0;
-        while next < inputs.len() {
-            if is_large(&inputs[next]) {
+        loop {
+            // A large input streams on its own once the small ones before it are written.
+            if loaded.is_empty() && next < inputs.len() && is_large(&inputs[next]) {
                 let Some((report, lines)) =
                     stream_input(pipeline, args, &inputs[next], &mut sink, stacked)?
                 else {
@@ -79,41 +85,56 @@ pub(super) fn enrich_streaming(
                 next += 1;
                 continue;
             }
+            if loaded.is_empty() && next == inputs.len() {
+                return Ok(true);
+            }
+            // The next window of small inputs loads while the one before is written.
             let end = (next..inputs.len())
                 .take(WINDOW_INPUTS)
                 .find(|&i| is_large(&inputs[i]))
                 .unwrap_or(inputs.len().min(next + WINDOW_INPUTS));
-            let end = end.max(next + 1);
-            let loaded: Vec<_> = inputs[next..end]
-                .par_iter()
-                .map(|input| pipeline.load_quietly(input, false))
-                .collect();
-            for (input, result) in inputs[next..end].iter().zip(loaded) {
-                let Ok((loaded, lines)) = result else {
-                    return Ok(false);
-                };
-                if args.strict && !loaded.enriched.stats.unresolved.is_empty() {
-                    return Ok(false);
-                }
-                let frame = if stacked {
-                    tag_source(loaded.enriched.frame, &input.display)?
-                } else {
-                    loaded.enriched.frame
-                };
-                if !pushed(sink.push(frame, stacked))? {
-                    return Ok(false);
-                }
-                reports.push(InputReport {
-                    stats: loaded.enriched.stats,
-                    warnings: loaded.warnings,
-                    rejects: loaded.rejects,
-                });
-                verbose.extend(lines);
-                progress.inc(1);
+            let window = &inputs[next..end];
+            let writing = std::mem::take(&mut loaded);
+            let (ready, written) = rayon::join(
+                || -> Vec<(&Input, LoadResult)> {
+                    window
+                        .par_iter()
+                        .map(|input| (input, pipeline.load_quietly(input, false)))
+                        .collect()
+                },
+                || -> anyhow::Result<bool> {
+                    for (input, result) in writing {
+                        let Ok((loaded, lines)) = result else {
+                            return Ok(false);
+                        };
+                        if args.strict && !loaded.enriched.stats.unresolved.is_empty() {
+                            return Ok(false);
+                        }
+                        let frame = if stacked {
+                            tag_source(loaded.enriched.frame, &input.display)?
+                        } else {
+                            loaded.enriched.frame
+                        };
+                        if !pushed(sink.push(frame, stacked))? {
+                            return Ok(false);
+                        }
+                        reports.push(InputReport {
+                            stats: loaded.enriched.stats,
+                            warnings: loaded.warnings,
+                            rejects: loaded.rejects,
+                        });
+                        verbose.extend(lines);
+                        progress.inc(1);
+                    }
+                    Ok(true)
+                },
+            );
+            if !written? {
+                return Ok(false);
             }
+            loaded = ready;
             next = end;
         }
-        Ok(true)
     })?;
     if !done || !pushed(sink.finish())? {
         return Ok(None);

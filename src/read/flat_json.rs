@@ -298,37 +298,45 @@ fn parse_piece(text: &str) -> Option<Piece> {
             return None; // an empty object: leave its row to polars
         }
         loop {
-            // Key.
+            // Key: usually the one at this position in the previous line.
             if i >= n || b[i] != b'"' {
                 return None;
             }
             let key_start = i + 1;
-            let key_end = key_start + memchr::memchr2(b'"', b'\\', &b[key_start..])?;
-            if b[key_end] != b'"' {
-                return None; // an escaped key
-            }
-            let key = &text[key_start..key_end];
+            let k = current.len();
+            let expected = previous.get(k).copied().filter(|&c| {
+                let name = columns[c].name.as_bytes();
+                let end = key_start + name.len();
+                end < n && b[end] == b'"' && same_bytes(&b[key_start..end], name)
+            });
+            let (col, key_end) = match expected {
+                Some(c) => (c, key_start + columns[c].name.len()),
+                None => {
+                    let key_end = string_end(b, key_start);
+                    if b.get(key_end) != Some(&b'"') {
+                        return None; // an escaped key, or no end
+                    }
+                    let key = &text[key_start..key_end];
+                    let c = match by_name.get(key) {
+                        Some(&c) => c,
+                        None => {
+                            columns.push(Column {
+                                name: key.to_string(),
+                                len: 0,
+                                values: Values::Null,
+                            });
+                            by_name.insert(key, columns.len() - 1);
+                            columns.len() - 1
+                        }
+                    };
+                    (c, key_end)
+                }
+            };
             i = skip_space(b, key_end + 1);
             if i >= n || b[i] != b':' {
                 return None;
             }
             i = skip_space(b, i + 1);
-            let k = current.len();
-            let col = match previous.get(k) {
-                Some(&c) if columns[c].name == key => c,
-                _ => match by_name.get(key) {
-                    Some(&c) => c,
-                    None => {
-                        columns.push(Column {
-                            name: key.to_string(),
-                            len: 0,
-                            values: Values::Null,
-                        });
-                        by_name.insert(key, columns.len() - 1);
-                        columns.len() - 1
-                    }
-                },
-            };
             current.push(col);
             // Value.
             let (cell, next) = parse_value(text, i)?;
@@ -363,6 +371,23 @@ fn parse_piece(text: &str) -> Option<Piece> {
     })
 }
 
+/// The position of the first `"` or `\\` at or after `from` (`b.len()` if none). Strings in logs are
+/// short, so a plain loop beats setting up a vector search.
+#[inline]
+fn string_end(b: &[u8], from: usize) -> usize {
+    let mut j = from;
+    while j < b.len() && b[j] != b'"' && b[j] != b'\\' {
+        j += 1;
+    }
+    j
+}
+
+/// Byte equality for short keys, without a call into the C library.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Skips spaces inside a line (a newline inside an object is left to polars).
 #[inline]
 fn skip_space(b: &[u8], mut i: usize) -> usize {
@@ -379,7 +404,10 @@ fn parse_value(text: &str, i: usize) -> Option<(Cell<'_>, usize)> {
     match *b.get(i)? {
         b'"' => {
             let start = i + 1;
-            let end = start + memchr::memchr2(b'"', b'\\', &b[start..])?;
+            let end = string_end(b, start);
+            if end >= b.len() {
+                return None;
+            }
             if b[end] == b'"' {
                 return Some((Cell::Str(&text[start..end]), end + 1));
             }
@@ -425,45 +453,82 @@ fn parse_number(text: &str, start: usize) -> Option<(Cell<'_>, usize)> {
         _ => return None,
     }
     let int_digits = i - digits_start;
+    // The significant digits as an integer, and the power of ten that scales them, for the exact path.
+    let mut mantissa: u64 = 0;
+    let mut significant = 0;
+    for &d in &b[digits_start..i] {
+        if mantissa != 0 || d != b'0' {
+            significant += 1;
+        }
+        mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+    }
+    let mut exponent: i64 = 0;
     let mut fractional = false;
     if i < n && b[i] == b'.' {
         i += 1;
         let from = i;
         while i < n && b[i].is_ascii_digit() {
+            let d = b[i];
+            if mantissa != 0 || d != b'0' {
+                significant += 1;
+            }
+            mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
             i += 1;
         }
         if i == from {
             return None;
         }
+        exponent -= (i - from) as i64;
         fractional = true;
     }
     if i < n && (b[i] == b'e' || b[i] == b'E') {
         i += 1;
+        let mut sign = 1;
         if i < n && (b[i] == b'+' || b[i] == b'-') {
+            if b[i] == b'-' {
+                sign = -1;
+            }
             i += 1;
         }
         let from = i;
+        let mut e: i64 = 0;
         while i < n && b[i].is_ascii_digit() {
+            e = (e * 10 + (b[i] - b'0') as i64).min(100_000);
             i += 1;
         }
         if i == from {
             return None;
         }
+        exponent += sign * e;
         fractional = true;
     }
     if !fractional {
         if int_digits <= 18 {
-            let mut v: i64 = 0;
-            for &d in &b[digits_start..i] {
-                v = v * 10 + (d - b'0') as i64;
-            }
+            let v = mantissa as i64;
             return Some((Cell::Int(if negative { -v } else { v }), i));
         }
         return Some((Cell::Int(text[start..i].parse().ok()?), i));
     }
+    // Clinger's fast path: a mantissa below 2^53 times or over a power of ten up to 10^22 is exact in
+    // f64, so one multiplication or division rounds correctly; otherwise the standard parser decides.
+    if significant <= 19 && mantissa <= 1 << 53 && (-22..=22).contains(&exponent) {
+        let m = mantissa as f64;
+        let v = if exponent < 0 {
+            m / POWERS_OF_TEN[(-exponent) as usize]
+        } else {
+            m * POWERS_OF_TEN[exponent as usize]
+        };
+        return Some((Cell::Float(if negative { -v } else { v }), i));
+    }
     let v: f64 = text[start..i].parse().ok()?;
     v.is_finite().then_some((Cell::Float(v), i))
 }
+
+/// 10^0 ..= 10^22, each exact in f64.
+const POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
 
 /// The column order polars gives a file whose lines have these distinct key sequences (in order of first
 /// appearance): it folds them left to right, each time keeping the longer sequence (the one so far on a
@@ -646,6 +711,43 @@ mod tests {
         assert_eq!(ours.height(), rows);
         assert_eq!(ours.column("i").unwrap().dtype(), &DataType::Float64);
         assert_eq!(ours.column("z").unwrap().null_count(), rows - 1);
+    }
+
+    #[test]
+    fn numbers_parse_to_the_same_bits_as_the_standard_parser() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let bits = next();
+            let x = f64::from_bits(bits);
+            let small = (bits % 1_000_000_007) as f64 / 10f64.powi((bits % 12) as i32);
+            for v in [x, small, -small] {
+                if !v.is_finite() {
+                    continue;
+                }
+                for text in [
+                    format!("{v:?}"),
+                    format!("{v:e}"),
+                    format!("{v:.3}"),
+                    format!("{v:.17}"),
+                ] {
+                    let want: f64 = text.parse().unwrap();
+                    match parse_number(&text, 0) {
+                        Some((Cell::Float(got), end)) => {
+                            assert_eq!(end, text.len(), "{text}");
+                            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+                        }
+                        Some((Cell::Int(got), _)) => assert_eq!(got as f64, want, "{text}"),
+                        _ => panic!("{text} not read"),
+                    }
+                }
+            }
+        }
     }
 
     /// A value of the JSON type each key holds (or null).

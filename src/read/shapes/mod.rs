@@ -126,15 +126,19 @@ pub struct ShapedFrame {
 /// convention. `None`: not a special shape (a plain table, or unreadable).
 pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     let head = &bytes[..bytes.len().min(64 * 1024)];
-    let text = String::from_utf8_lossy(head);
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    let first_line = trimmed.lines().next().unwrap_or("").trim();
-    if trimmed.starts_with('{') {
-        // One JSON document (HF, Megatron) or JSON lines (LLaMA-Factory)?
+    let rest = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+    if rest.starts_with(b"{") {
+        // One JSON document (HF, Megatron) or JSON lines (LLaMA-Factory)? The first line says, so the
+        // head is only decoded as text when it is not JSON lines (this runs once per input).
+        let line_end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let first_line = String::from_utf8_lossy(&rest[..line_end]);
+        let first_line = first_line.trim();
         if first_line.ends_with('}') && first_line.contains("\"current_steps\"") {
             return Some(Shape::LlamaFactory);
         }
         if first_line == "{" || !first_line.ends_with('}') {
+            let text = String::from_utf8_lossy(head);
             if text.contains("\"log_history\"") {
                 return Some(Shape::HfTrainerState);
             }
@@ -144,6 +148,9 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         }
         return None;
     }
+    let text = String::from_utf8_lossy(head);
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let first_line = trimmed.lines().next().unwrap_or("").trim();
     let header: Vec<String> = first_line
         .split(',')
         .map(|h| h.trim().trim_matches('"').to_ascii_lowercase())
