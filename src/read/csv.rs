@@ -1,6 +1,6 @@
 //! CSV and TSV, read with polars: a header row, then one row per record.
 //!
-//! As for JSON Lines, polars reads the file; only when it refuses are the records checked one by one, so a
+//! Plain rows go through [`super::flat_csv`]. Otherwise, as for JSON Lines, polars reads the file; only when it refuses are the records checked one by one, so a
 //! ragged row is reported by line (or, with `--skip-bad-rows`, dropped and reported).
 
 use std::io::Cursor;
@@ -10,7 +10,7 @@ use polars::prelude::*;
 use super::jsonl::Reject;
 
 /// Rows whose types decide the schema on the fast path.
-const INFER_ROWS: usize = 10_000;
+pub(crate) const INFER_ROWS: usize = 10_000;
 
 /// Parses with types inferred from the first rows; when a later row disagrees (an integer column that
 /// turns fractional), again with types inferred from every row.
@@ -91,6 +91,10 @@ pub fn read_checked_from(
     };
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((DataFrame::empty(), Vec::new()));
+    }
+    // Plain rows (the usual case) need neither polars nor the width check below.
+    if let Some(df) = super::flat_csv::parse(&bytes, separator, INFER_ROWS) {
+        return Ok((df, Vec::new()));
     }
     // polars fills a short row with nulls rather than failing: a ragged file is caught here first.
     let polars_error = if uniform_field_counts(&bytes, separator) {

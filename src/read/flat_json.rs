@@ -432,6 +432,18 @@ fn parse_value(text: &str, i: usize) -> Option<(Cell<'_>, usize)> {
     }
 }
 
+/// The value of a decimal number written in JSON's grammar (the whole of `text`), exactly as the standard
+/// parser reads it; `None` for anything else.
+pub(crate) fn parse_f64(text: &str) -> Option<f64> {
+    match parse_number(text, 0)? {
+        (Cell::Float(v), end) if end == text.len() => Some(v),
+        // "-0" is an integer 0 to JSON, but negative zero as a float.
+        (Cell::Int(0), end) if end == text.len() && text.starts_with('-') => Some(-0.0),
+        (Cell::Int(v), end) if end == text.len() => Some(v as f64),
+        _ => None,
+    }
+}
+
 /// A JSON number (strict grammar): an integer that fits i64, or a finite float.
 #[inline]
 fn parse_number(text: &str, start: usize) -> Option<(Cell<'_>, usize)> {
@@ -443,38 +455,21 @@ fn parse_number(text: &str, start: usize) -> Option<(Cell<'_>, usize)> {
         i += 1;
     }
     let digits_start = i;
-    match b.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while i < n && b[i].is_ascii_digit() {
-                i += 1;
-            }
-        }
-        _ => return None,
-    }
-    let int_digits = i - digits_start;
     // The significant digits as an integer, and the power of ten that scales them, for the exact path.
     let mut mantissa: u64 = 0;
     let mut significant = 0;
-    for &d in &b[digits_start..i] {
-        if mantissa != 0 || d != b'0' {
-            significant += 1;
-        }
-        mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = eat_digits(b, i, &mut mantissa, &mut significant),
+        _ => return None,
     }
+    let int_digits = i - digits_start;
     let mut exponent: i64 = 0;
     let mut fractional = false;
     if i < n && b[i] == b'.' {
         i += 1;
         let from = i;
-        while i < n && b[i].is_ascii_digit() {
-            let d = b[i];
-            if mantissa != 0 || d != b'0' {
-                significant += 1;
-            }
-            mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
-            i += 1;
-        }
+        i = eat_digits(b, i, &mut mantissa, &mut significant);
         if i == from {
             return None;
         }
@@ -522,6 +517,45 @@ fn parse_number(text: &str, start: usize) -> Option<(Cell<'_>, usize)> {
     }
     let v: f64 = text[start..i].parse().ok()?;
     v.is_finite().then_some((Cell::Float(v), i))
+}
+
+/// Reads the digits from `i` into `mantissa` (wrapping once past 19 significant digits, which
+/// `significant` counts, leading zeros not included); returns where they end. Eight digits at a time where
+/// it can (the SWAR method of fast_float: check and convert eight ASCII digits in a few word operations).
+#[inline]
+fn eat_digits(b: &[u8], mut i: usize, mantissa: &mut u64, significant: &mut u32) -> usize {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // Every byte in '0'..='9': no byte above 0x39 (adding 0x46 sets bit 7) or below 0x30.
+        let all_digits = (word.wrapping_add(0x4646_4646_4646_4646)
+            | word.wrapping_sub(0x3030_3030_3030_3030))
+            & 0x8080_8080_8080_8080
+            == 0;
+        if !all_digits {
+            break;
+        }
+        let mut v = word - 0x3030_3030_3030_3030;
+        v = v.wrapping_mul(10) + (v >> 8);
+        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(0x000F_4240_0000_0064)
+            + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(0x0000_2710_0000_0001))
+            >> 32;
+        if *mantissa != 0 {
+            *significant += 8;
+        } else if v != 0 {
+            *significant += v.ilog10() + 1;
+        }
+        *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(v);
+        i += 8;
+    }
+    while i < b.len() && b[i].is_ascii_digit() {
+        let d = b[i];
+        if *mantissa != 0 || d != b'0' {
+            *significant += 1;
+        }
+        *mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+        i += 1;
+    }
+    i
 }
 
 /// 10^0 ..= 10^22, each exact in f64.

@@ -5,6 +5,7 @@
 //! whatever its name, and gzip or zstd compression by theirs.
 
 pub mod csv;
+pub mod flat_csv;
 pub mod flat_json;
 pub mod inputs;
 pub mod jsonl;

@@ -93,64 +93,51 @@ impl BlockReader {
         if self.done {
             return Ok(None);
         }
-        let mut data = std::mem::take(&mut self.carry);
+        // After the first CSV block, the header goes first, so the block parses alone; it is written in
+        // before the data rather than copied in front of it afterwards.
+        let prefix: &[u8] = match (&self.header, self.format) {
+            (_, InputFormat::Jsonl) | (None, _) => &[],
+            (Some(header), _) => header,
+        };
+        let start = prefix.len();
+        let mut data = Vec::with_capacity(start + self.block_bytes + self.carry.len());
+        data.extend_from_slice(prefix);
+        data.append(&mut self.carry);
         let mut cut = None;
         while cut.is_none() {
-            let filled = data.len();
+            let filled = data.len() - start;
             // A line longer than a block doubles the buffer until it ends.
             let want = if filled < self.block_bytes {
                 self.block_bytes
             } else {
                 filled * 2
             };
-            data.resize(want, 0);
-            let mut read = filled;
-            // Fill the block (a read may return less than asked).
-            while read < want {
-                match self.reader.read(&mut data[read..]) {
-                    Ok(0) => break,
-                    Ok(n) => read += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            data.truncate(read);
-            if read < want {
+            // Read into spare capacity (no zeroing); a read may return less than asked.
+            let read = (&mut self.reader)
+                .take((want - filled) as u64)
+                .read_to_end(&mut data)?;
+            if read < want - filled {
                 self.done = true;
                 break;
             }
-            cut = self.last_cut(&data);
+            cut = self.last_cut(&data[start..]).map(|c| start + c);
         }
-        let mut bytes = match cut {
-            Some(end) if !self.done => {
-                self.carry = data.split_off(end);
-                data
-            }
-            _ => data,
-        };
-        let lines = memchr::memchr_iter(b'\n', &bytes).count();
-        let first_line = self.next_line;
+        if let (Some(end), false) = (cut, self.done) {
+            self.carry = data[end..].to_vec();
+            data.truncate(end);
+        }
+        let lines = memchr::memchr_iter(b'\n', &data[start..]).count();
+        let mut first_line = self.next_line;
         self.next_line += lines;
-        let mut first_data_line = first_line;
-        if self.format != InputFormat::Jsonl {
-            match &self.header {
-                None => {
-                    // The first block holds the header: its data starts on the next line.
-                    let end = memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1);
-                    self.header = Some(bytes[..end].to_vec());
-                    first_data_line += 1;
-                }
-                Some(header) => {
-                    let mut with_header = Vec::with_capacity(header.len() + bytes.len());
-                    with_header.extend_from_slice(header);
-                    with_header.extend_from_slice(&bytes);
-                    bytes = with_header;
-                }
-            }
+        if self.format != InputFormat::Jsonl && self.header.is_none() {
+            // The first block holds the header: its data starts on the next line.
+            let end = memchr::memchr(b'\n', &data).map_or(data.len(), |i| i + 1);
+            self.header = Some(data[..end].to_vec());
+            first_line += 1;
         }
         Ok(Some(Block {
-            bytes,
-            first_line: first_data_line,
+            bytes: data,
+            first_line,
             last: self.done,
         }))
     }
