@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    keep_freed_memory();
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,
@@ -20,19 +19,6 @@ fn main() -> ExitCode {
             eprintln!("mfu: {err:#}");
             ExitCode::from(1)
         }
-    }
-}
-
-/// Streaming allocates and frees the same large buffers for every block and row group (column builders,
-/// Parquet level and index vectors of a few MiB). glibc serves allocations above 128 KiB to 32 MiB with
-/// fresh mmaps and unmaps them when freed, so every block paid for zeroed pages again (a third of the
-/// JSONL time went to page faults). Served from the heap and kept there, they are reused.
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets allocator parameters; it is called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
     }
 }
 
