@@ -20,7 +20,7 @@ use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
-use super::flat_json::parse_f64;
+use super::flat_json::{parse_f64, parse_whole_number, Number};
 
 /// Bytes per parallel piece.
 const PIECE_BYTES: usize = 2 << 20;
@@ -213,6 +213,14 @@ fn cell_value(cell_text: &str) -> Option<(u8, u64)> {
     let Some(&first) = cell.first() else {
         return Some((EMPTY, 0));
     };
+    if first.is_ascii_digit() || first == b'-' {
+        // Most numbers are in JSON's grammar, which polars reads as integers or floats alike: one pass.
+        match parse_whole_number(cell_text) {
+            Some(Number::Int(v)) => return Some((INT, v as u64)),
+            Some(Number::Float(v)) => return Some((FLOAT, v.to_bits())),
+            None => {}
+        }
+    }
     if first.is_ascii_digit() || first == b'-' || first == b'.' {
         let negative = first == b'-';
         let body = if negative { &cell[1..] } else { cell };

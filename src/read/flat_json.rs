@@ -432,15 +432,31 @@ fn parse_value(text: &str, i: usize) -> Option<(Cell<'_>, usize)> {
     }
 }
 
+/// A number in JSON's grammar.
+pub(crate) enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+/// `text`, all of it, as a number in JSON's grammar (an integer that fits i64, or a finite float read
+/// exactly as the standard parser reads it); `None` for anything else.
+#[inline]
+pub(crate) fn parse_whole_number(text: &str) -> Option<Number> {
+    match parse_number(text, 0)? {
+        (Cell::Float(v), end) if end == text.len() => Some(Number::Float(v)),
+        (Cell::Int(v), end) if end == text.len() => Some(Number::Int(v)),
+        _ => None,
+    }
+}
+
 /// The value of a decimal number written in JSON's grammar (the whole of `text`), exactly as the standard
 /// parser reads it; `None` for anything else.
 pub(crate) fn parse_f64(text: &str) -> Option<f64> {
-    match parse_number(text, 0)? {
-        (Cell::Float(v), end) if end == text.len() => Some(v),
+    match parse_whole_number(text)? {
         // "-0" is an integer 0 to JSON, but negative zero as a float.
-        (Cell::Int(0), end) if end == text.len() && text.starts_with('-') => Some(-0.0),
-        (Cell::Int(v), end) if end == text.len() => Some(v as f64),
-        _ => None,
+        Number::Int(0) if text.starts_with('-') => Some(-0.0),
+        Number::Int(v) => Some(v as f64),
+        Number::Float(v) => Some(v),
     }
 }
 
