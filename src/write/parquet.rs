@@ -22,7 +22,7 @@ pub struct ParquetTableWriter;
 
 /// Rows per row group: large enough for good compression, small enough that readers can skip, and that
 /// only one group's Arrow copy and encoded pages are in memory at a time.
-pub const ROW_GROUP_ROWS: usize = 1 << 17;
+pub const ROW_GROUP_ROWS: usize = 1 << 16;
 
 impl TableWriter for ParquetTableWriter {
     fn write(
