@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use crate::columns::FieldValues;
+use crate::columns::{FieldValues, Texts};
 use crate::peaks::{Resolved, Resolver, Unresolved};
 
 /// Names of the added columns, in output order.
@@ -172,6 +172,26 @@ pub fn rolling_mean(values: &[Option<f64>], runs: &[u32], n: usize) -> Vec<Optio
         .collect()
 }
 
+/// A field's text values row by row (a constant repeated, or nothing).
+fn text_values<'a>(texts: &'a Texts, n: usize) -> Box<dyn Iterator<Item = Option<&'a str>> + 'a> {
+    match texts {
+        Texts::Column(c) => Box::new(c.iter()),
+        Texts::Constant(s) => Box::new(std::iter::repeat_n(Some(s.as_str()), n)),
+        Texts::Missing => Box::new(std::iter::repeat_n(None, n)),
+    }
+}
+
+/// A nullable float column, built as values plus a validity bitmap (none when nothing is null).
+fn f64_column(name: &str, v: &[Option<f64>]) -> Column {
+    let values: Vec<f64> = v.iter().map(|x| x.unwrap_or(0.0)).collect();
+    let validity = v.iter().any(Option::is_none).then(|| {
+        v.iter()
+            .map(Option::is_some)
+            .collect::<polars_arrow::bitmap::Bitmap>()
+    });
+    Float64Chunked::from_vec_validity(name.into(), values, validity).into_column()
+}
+
 /// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
 pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
     let n = values.height;
@@ -187,8 +207,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
     let mut pair_rows: Vec<usize> = Vec::new();
     let mut row_pair: Vec<u32> = Vec::with_capacity(n);
     let mut last: Option<(PairKey, usize)> = None;
-    for row in 0..n {
-        let key = (values.device.get(row), values.dtype.get(row));
+    for key in text_values(&values.device, n).zip(text_values(&values.dtype, n)) {
         let idx = match last {
             Some((k, i)) if k == key => i,
             _ => {
@@ -276,7 +295,6 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
         }
     }
 
-    let f64_column = |name: &str, v: Vec<Option<f64>>| Series::new(name.into(), v).into_column();
     let scaled = |v: &[Option<f64>]| -> Vec<Option<f64>> {
         v.iter()
             .map(|m| m.map(|m| m * FULL_RECOMPUTE_FACTOR))
@@ -284,19 +302,19 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
     };
     let mut extra_columns = if extras.hfu {
         vec![
-            f64_column(HFU_WALL_CLOCK, scaled(&mfu_col)),
-            f64_column(HFU_FWD_BWD, scaled(&mfu_fb_col)),
+            f64_column(HFU_WALL_CLOCK, &scaled(&mfu_col)),
+            f64_column(HFU_FWD_BWD, &scaled(&mfu_fb_col)),
         ]
     } else {
         Vec::new()
     };
     let mut columns = vec![
         Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
-        f64_column(PEAK_FLOPS_PER_DEVICE, peak_col.clone()),
-        f64_column(TOKENS_PER_SECOND, tps_col.clone()),
-        f64_column(ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
-        f64_column(MFU_WALL_CLOCK, mfu_col.clone()),
-        f64_column(MFU_FWD_BWD, mfu_fb_col.clone()),
+        f64_column(PEAK_FLOPS_PER_DEVICE, &peak_col),
+        f64_column(TOKENS_PER_SECOND, &tps_col),
+        f64_column(ACHIEVED_FLOPS_PER_DEVICE, &achieved_col),
+        f64_column(MFU_WALL_CLOCK, &mfu_col),
+        f64_column(MFU_FWD_BWD, &mfu_fb_col),
     ];
     if let Some(logged_peak) = extras.logged_peak_flops {
         let corrected: Vec<Option<f64>> = peak_col
@@ -307,20 +325,20 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
                 _ => None,
             })
             .collect();
-        extra_columns.push(f64_column(MFU_LOGGED_CORRECTED, corrected));
+        extra_columns.push(f64_column(MFU_LOGGED_CORRECTED, &corrected));
     }
     if let Some(n) = extras.window.filter(|n| *n > 0) {
         extra_columns.push(f64_column(
             MFU_WALL_CLOCK_ROLLING,
-            rolling_mean(&mfu_col, &values.runs, n),
+            &rolling_mean(&mfu_col, &values.runs, n),
         ));
         extra_columns.push(f64_column(
             MFU_FWD_BWD_ROLLING,
-            rolling_mean(&mfu_fb_col, &values.runs, n),
+            &rolling_mean(&mfu_fb_col, &values.runs, n),
         ));
         extra_columns.push(f64_column(
             TOKENS_PER_SECOND_ROLLING,
-            rolling_mean(&tps_col, &values.runs, n),
+            &rolling_mean(&tps_col, &values.runs, n),
         ));
     }
     columns.extend(extra_columns);

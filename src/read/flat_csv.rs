@@ -4,7 +4,8 @@
 //! Like [`super::flat_json`], it is an accelerator: it answers only where it gives the frame polars gives
 //! (with the options [`super::csv`] reads with), and gives up (`None`) on anything else: quotes, carriage
 //! returns, blank lines, a row of another width, duplicate or empty header names, text that is not UTF-8,
-//! and cells polars reads in ways not copied here (`inf`, `NaN`, `+1.5`, `1.`, integers beyond 64 bits).
+//! and cells polars reads in ways not copied here (`inf`, `NaN`, `+1.5`, `1.`, integers beyond 64 bits,
+//! blanks around a value).
 //!
 //! Types follow polars' inference: a cell is a boolean (`true`/`false` in any case), a float, an integer or
 //! text; an empty cell is null. A column is Int64 if its cells are integers, Float64 if they are integers
@@ -213,6 +214,11 @@ fn cell_value(cell_text: &str) -> Option<(u8, u64)> {
     let Some(&first) = cell.first() else {
         return Some((EMPTY, 0));
     };
+    // polars' parsers and inference treat surrounding blanks in ways not copied here.
+    let last = cell[cell.len() - 1];
+    if matches!(first, b' ' | b'\t') || matches!(last, b' ' | b'\t') {
+        return None;
+    }
     if first.is_ascii_digit() || first == b'-' {
         // Most numbers are in JSON's grammar, which polars reads as integers or floats alike: one pass.
         match parse_whole_number(cell_text) {
