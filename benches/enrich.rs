@@ -1,5 +1,6 @@
 //! The enrich core on an in-memory frame (no file reading or writing): column mapping, one peak resolution
-//! per distinct pair, and the arithmetic.
+//! per distinct pair, and the arithmetic; and the fast JSONL and CSV readers on in-memory text shaped like
+//! gen_logs.py's logs.
 //! Run: cargo bench --bench enrich
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -55,5 +56,52 @@ fn enrich(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, enrich);
+/// `rows` lines of a gen_logs.py-shaped log, as JSON Lines and as CSV.
+fn log_text(rows: usize) -> (String, String) {
+    let mut jsonl = String::new();
+    let mut csv = String::from("run_id,step,timestamp,loss,learning_rate,step_time_s,fwd_bwd_time_s,tokens,num_devices,device_name,dtype,flops_per_token\n");
+    for i in 0..rows {
+        let t = 250.0 + (i % 97) as f64 * 0.731_234_567_891;
+        let fields = (
+            format!("run-7-{:05}", i / 5000),
+            i % 5000 + 1,
+            1_700_000_000.0 + i as f64 * 263.430_569_729_094_2,
+            10.0 / (1.0 + (i % 5000) as f64).sqrt() + 0.001_150_236_729_847,
+            t,
+            t * 0.755_151_517,
+            DEVICES[(i / 5000) % 4],
+        );
+        jsonl.push_str(&format!(
+            "{{\"run_id\":\"{}\",\"step\":{},\"timestamp\":{:?},\"loss\":{:?},\"learning_rate\":0.0003,\"step_time_s\":{:?},\"fwd_bwd_time_s\":{:?},\"tokens\":524288,\"num_devices\":16,\"device_name\":\"{}\",\"dtype\":\"bf16\",\"flops_per_token\":90884901888.0}}\n",
+            fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, fields.6
+        ));
+        csv.push_str(&format!(
+            "{},{},{:?},{:?},0.0003,{:?},{:?},524288,16,{},bf16,90884901888.0\n",
+            fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, fields.6
+        ));
+    }
+    (jsonl, csv)
+}
+
+fn readers(c: &mut Criterion) {
+    let (jsonl, csv) = log_text(100_000);
+    let mut group = c.benchmark_group("read");
+    group.throughput(Throughput::Bytes(jsonl.len() as u64));
+    group.bench_function("flat_json_100000_lines", |b| {
+        b.iter(|| black_box(mfu::read::flat_json::parse(jsonl.as_bytes()).unwrap().height()))
+    });
+    group.throughput(Throughput::Bytes(csv.len() as u64));
+    group.bench_function("flat_csv_100000_rows", |b| {
+        b.iter(|| {
+            black_box(
+                mfu::read::flat_csv::parse(csv.as_bytes(), b',', 10_000)
+                    .unwrap()
+                    .height(),
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, enrich, readers);
 criterion_main!(benches);
