@@ -88,7 +88,13 @@ fn readers(c: &mut Criterion) {
     let mut group = c.benchmark_group("read");
     group.throughput(Throughput::Bytes(jsonl.len() as u64));
     group.bench_function("flat_json_100000_lines", |b| {
-        b.iter(|| black_box(mfu::read::flat_json::parse(jsonl.as_bytes()).unwrap().height()))
+        b.iter(|| {
+            black_box(
+                mfu::read::flat_json::parse(jsonl.as_bytes())
+                    .unwrap()
+                    .height(),
+            )
+        })
     });
     group.throughput(Throughput::Bytes(csv.len() as u64));
     group.bench_function("flat_csv_100000_rows", |b| {
