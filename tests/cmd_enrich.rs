@@ -841,3 +841,16 @@ fn streamed_rejects_and_torn_lines_keep_the_files_line_numbers() {
     let rows = csv_rows(&String::from_utf8(std::fs::read(wd.path("out.csv")).unwrap()).unwrap());
     assert_eq!(rows.len(), 1999);
 }
+
+#[test]
+fn compressed_inputs_stream_as_they_decompress() {
+    let wd = Workdir::new("enrich_streamed_gzip");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(streaming_log(3000).as_bytes()).unwrap();
+    wd.create("log.jsonl.gz", gz.finish().unwrap());
+    let (streamed, was_streamed) = enrich_in_blocks(&wd, "log.jsonl.gz", "out.parquet", &[]);
+    assert!(was_streamed);
+    assert_eq!(streamed, enrich_whole(&wd, "log.jsonl.gz", "parquet", &[]));
+    let (batch, _) = read_parquet(&wd.path("out.parquet"));
+    assert_eq!(batch.num_rows(), 3000);
+}

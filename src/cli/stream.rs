@@ -165,13 +165,19 @@ fn pushed(result: Result<(), SinkError>) -> anyhow::Result<bool> {
     }
 }
 
-/// Inputs larger than a block are read in blocks.
+/// Inputs larger than a block are read in blocks; a compressed one when it would be once decompressed
+/// (counting on logs compressing about eight to one).
 fn is_large(input: &Input) -> bool {
-    input
-        .path
-        .as_deref()
-        .and_then(|p| std::fs::metadata(p).ok())
-        .is_some_and(|m| m.len() > block_bytes() as u64)
+    let Some(path) = input.path.as_deref() else {
+        return false;
+    };
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    let ratio = if name.ends_with(".gz") || name.ends_with(".zst") {
+        8
+    } else {
+        1
+    };
+    std::fs::metadata(path).is_ok_and(|m| m.len() * ratio > block_bytes() as u64)
 }
 
 /// Whether rows of a log mapped this way can be computed block by block.
