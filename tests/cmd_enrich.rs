@@ -854,3 +854,98 @@ fn compressed_inputs_stream_as_they_decompress() {
     let (batch, _) = read_parquet(&wd.path("out.parquet"));
     assert_eq!(batch.num_rows(), 3000);
 }
+
+/// A Parquet log of `rows` steps in row groups of 700, with nulls, several integer widths and, with
+/// `timestamps`, a timestamp column (not a plain type, so polars reads the file whole).
+fn parquet_log(rows: usize, timestamps: bool) -> Vec<u8> {
+    use arrow::array::{
+        ArrayRef, BooleanArray, Float32Array, Int32Array, Int64Array, TimestampMillisecondArray,
+        UInt8Array,
+    };
+    use std::sync::Arc;
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "run_id",
+            Arc::new(StringArray::from_iter(
+                (0..rows).map(|i| (i % 11 != 5).then(|| format!("run-{}", i % 3))),
+            )),
+        ),
+        (
+            "step",
+            Arc::new(Int64Array::from_iter_values(0..rows as i64)),
+        ),
+        (
+            "step_time_s",
+            Arc::new(Float64Array::from_iter(
+                (0..rows).map(|i| (i % 13 != 0).then_some(0.5 + (i % 17) as f64 * 0.013)),
+            )),
+        ),
+        (
+            "tokens",
+            Arc::new(Int32Array::from_iter_values(
+                (0..rows).map(|i| 4096 * (1 + i as i32 % 5)),
+            )),
+        ),
+        (
+            "num_devices",
+            Arc::new(UInt8Array::from_iter_values((0..rows).map(|_| 8u8))),
+        ),
+        (
+            "device_name",
+            Arc::new(StringArray::from_iter_values((0..rows).map(|i| {
+                ["NVIDIA H100 80GB HBM3", "AMD Instinct MI300X", "Acme X9"][i % 3]
+            }))),
+        ),
+        (
+            "dtype",
+            Arc::new(StringArray::from_iter_values((0..rows).map(|_| "bf16"))),
+        ),
+        (
+            "flops_per_token",
+            Arc::new(Float32Array::from_iter_values((0..rows).map(|_| 4.2e10f32))),
+        ),
+        (
+            "ok",
+            Arc::new(BooleanArray::from_iter((0..rows).map(|i| Some(i % 2 == 0)))),
+        ),
+    ];
+    if timestamps {
+        columns.push((
+            "time",
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                (0..rows as i64).map(|i| 1_700_000_000_000 + i * 1000),
+            )),
+        ));
+    }
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .build();
+    let mut bytes = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    bytes
+}
+
+#[test]
+fn parquet_inputs_stream_with_the_bytes_of_the_whole_input_way() {
+    let wd = Workdir::new("enrich_streamed_parquet");
+    wd.create("plain.parquet", parquet_log(3000, false));
+    wd.create("timed.parquet", parquet_log(3000, true));
+    for input in ["plain.parquet", "timed.parquet"] {
+        for format in ["parquet", "csv"] {
+            let (streamed, was_streamed) =
+                enrich_in_blocks(&wd, input, &format!("out.{format}"), &[]);
+            assert!(was_streamed, "{input}");
+            assert_eq!(
+                streamed,
+                enrich_whole(&wd, input, format, &[]),
+                "{input} -> {format}"
+            );
+        }
+    }
+    let (batch, _) = read_parquet(&wd.path("out.parquet"));
+    assert_eq!(batch.num_rows(), 3000);
+}

@@ -10,3 +10,57 @@ pub fn read(bytes: Vec<u8>) -> Result<DataFrame, String> {
         .finish()
         .map_err(|e| e.to_string())
 }
+
+/// A Parquet file read in batches by arrow-rs, for streaming: memory holds one batch, not the file. Only
+/// for files whose columns are all of plain types (booleans, integers, floats, text), which polars imports
+/// as the same types its own reader gives; for anything else [`ArrowBatches::open`] says `None` and the
+/// file is read whole by polars.
+pub struct ArrowBatches {
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+}
+
+impl ArrowBatches {
+    /// Opens `path` to be read `rows` rows at a time.
+    pub fn open(path: &std::path::Path, rows: usize) -> Option<ArrowBatches> {
+        use arrow::datatypes::DataType as A;
+        let file = std::fs::File::open(path).ok()?;
+        let builder =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).ok()?;
+        let plain = builder.schema().fields().iter().all(|f| {
+            matches!(
+                f.data_type(),
+                A::Boolean
+                    | A::Int8
+                    | A::Int16
+                    | A::Int32
+                    | A::Int64
+                    | A::UInt8
+                    | A::UInt16
+                    | A::UInt32
+                    | A::UInt64
+                    | A::Float32
+                    | A::Float64
+                    | A::Utf8
+                    | A::LargeUtf8
+                    | A::Utf8View
+            )
+        });
+        if !plain {
+            return None;
+        }
+        Some(ArrowBatches {
+            reader: builder.with_batch_size(rows).build().ok()?,
+        })
+    }
+
+    /// The next batch as a polars frame, or `None` after the last.
+    pub fn next_frame(&mut self) -> Result<Option<DataFrame>, String> {
+        match self.reader.next() {
+            None => Ok(None),
+            Some(Err(e)) => Err(e.to_string()),
+            Some(Ok(batch)) => crate::arrow_bridge::record_batch_to_frame(&batch)
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
