@@ -194,6 +194,19 @@ fn row_local(mapping: &ColumnMapping, pipeline: &Pipeline) -> bool {
         })
 }
 
+/// Gives the next frame of an input (`Ok(None)` at the end, `Err(())` when streaming must stop), adding
+/// the seconds spent reading and parsing to the two counters.
+type NextFrame<'a> = dyn FnMut(&mut [f64; 2]) -> Result<Option<DataFrame>, ()> + Send + 'a;
+
+/// Where one input's enriched rows go, and how they are made.
+struct Target<'a> {
+    pipeline: &'a Pipeline,
+    args: &'a EnrichArgs,
+    input: &'a Input,
+    sink: &'a mut Sink,
+    stacked: bool,
+}
+
 /// What streaming one input gathered, added up over its blocks.
 struct Gathered {
     seen: Option<Seen>,
@@ -276,19 +289,21 @@ impl Gathered {
     /// `sink`, the next frame read while the one before is written. With `enrich_early` a frame is
     /// enriched on the reading side (when reading is cheap, as slicing a Parquet file read whole), else on
     /// the writing side (when parsing is the heavier half). `Ok(false)`: streaming must stop.
-    #[allow(clippy::too_many_arguments)]
     fn run(
         &mut self,
-        pipeline: &Pipeline,
-        args: &EnrichArgs,
-        input: &Input,
-        sink: &mut Sink,
-        stacked: bool,
+        target: Target<'_>,
         enrich_early: bool,
         write_s: &mut f64,
         read_times: &mut [f64; 2],
-        mut next: impl FnMut(&mut [f64; 2]) -> Result<Option<DataFrame>, ()> + Send,
+        mut next: Box<NextFrame<'_>>,
     ) -> anyhow::Result<bool> {
+        let Target {
+            pipeline,
+            args,
+            input,
+            sink,
+            stacked,
+        } = target;
         // A frame waiting to be written, enriched or not.
         let mut pending: Option<Enriched> = None;
         loop {
@@ -390,26 +405,16 @@ fn stream_input(
     } else {
         None
     };
-    let streamed = if let Some(mut batches) = batches {
+    // Where the frames come from, and on which side of the overlap they are enriched (see Gathered::run).
+    let (enrich_early, next): (bool, Box<NextFrame<'_>>) = if let Some(mut batches) = batches {
         // Parquet of plain columns: each batch decoded and enriched while the one before is written.
-        let next = |times: &mut [f64; 2]| {
+        let next = move |times: &mut [f64; 2]| {
             let clock = Instant::now();
             let frame = batches.next_frame().map_err(|_| ());
             times[1] += clock.elapsed().as_secs_f64();
             frame
         };
-        let times = &mut read_times;
-        gathered.run(
-            pipeline,
-            args,
-            input,
-            sink,
-            stacked,
-            true,
-            &mut write_s,
-            times,
-            next,
-        )?
+        (true, Box::new(next))
     } else if parquet || format == Some(InputFormat::Parquet) {
         // Other Parquet is read whole by polars (it is compact, and columnar), then enriched and written a
         // row group at a time.
@@ -417,7 +422,7 @@ fn stream_input(
             return Ok(None);
         };
         let mut start = 0;
-        let slices = |_: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
+        let slices = move |_: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
             if start >= read.frame.height() {
                 return Ok(None);
             }
@@ -425,18 +430,7 @@ fn stream_input(
             start += slice.height();
             Ok(Some(slice))
         };
-        let times = &mut read_times;
-        gathered.run(
-            pipeline,
-            args,
-            input,
-            sink,
-            stacked,
-            true,
-            &mut write_s,
-            times,
-            slices,
-        )?
+        (true, Box::new(slices))
     } else {
         let Some(format) = format else {
             return Ok(None);
@@ -453,7 +447,8 @@ fn stream_input(
         };
         let skip_bad = pipeline.read.skip_bad_rows;
         let (torn, rejects) = (&mut torn, &mut rejects);
-        let blocks = |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
+        // JSONL and CSV: parsing is the heavier half, so blocks are enriched on the writing side.
+        let blocks = move |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
             let clock = Instant::now();
             let block = reader.next_block().map_err(|_| ())?;
             times[0] += clock.elapsed().as_secs_f64();
@@ -465,19 +460,21 @@ fn stream_input(
             rejects.extend(parsed.rejects);
             Ok(Some(parsed.frame))
         };
-        let times = &mut read_times;
-        gathered.run(
+        (false, Box::new(blocks))
+    };
+    let streamed = gathered.run(
+        Target {
             pipeline,
             args,
             input,
             sink,
             stacked,
-            false,
-            &mut write_s,
-            times,
-            blocks,
-        )?
-    };
+        },
+        enrich_early,
+        &mut write_s,
+        &mut read_times,
+        next,
+    )?;
     if !streamed {
         return Ok(None);
     }
