@@ -154,20 +154,7 @@ pub fn read_checked_from(
         return Err(polars_error);
     }
     if !skip_bad {
-        let first = &bad[0];
-        return Err(format!(
-            "line {}: {}{}",
-            first.line,
-            first.reason,
-            if bad.len() > 1 {
-                format!(
-                    " ({} bad rows in all; --skip-bad-rows skips them)",
-                    bad.len()
-                )
-            } else {
-                " (--skip-bad-rows skips it)".to_string()
-            }
-        ));
+        return Err(super::jsonl::bad_lines_error(&bad, "rows"));
     }
     let kept = good.into_inner().map_err(|e| e.to_string())?;
     let df = parse(&kept, separator).map_err(|e| e.to_string())?;

@@ -20,6 +20,25 @@ pub struct Reject {
     pub text: String,
 }
 
+/// The error for a read that met `bad` lines (in file order) without `--skip-bad-rows`: where the first is,
+/// why, and how many there are; `unit` names them ("lines", "rows").
+pub(crate) fn bad_lines_error(bad: &[Reject], unit: &str) -> String {
+    let first = &bad[0];
+    let at = match first.column {
+        Some(column) => format!("line {}, column {column}", first.line),
+        None => format!("line {}", first.line),
+    };
+    let hint = if bad.len() > 1 {
+        format!(
+            " ({} bad {unit} in all; --skip-bad-rows skips them)",
+            bad.len()
+        )
+    } else {
+        " (--skip-bad-rows skips it)".to_string()
+    };
+    format!("{at}: {}{hint}", first.reason)
+}
+
 /// The outcome of reading JSON Lines.
 #[derive(Debug)]
 pub struct JsonlRead {
@@ -188,21 +207,8 @@ pub fn read_checked_from(
         _ => None,
     };
     if !bad.is_empty() && !skip_bad {
-        let first = &bad[0];
-        return Err(format!(
-            "line {}, column {}: {}{}",
-            first.line,
-            first.column.unwrap_or(1),
-            first.reason,
-            if bad.len() > 1 {
-                format!(
-                    " ({} bad lines in all; --skip-bad-rows skips them)",
-                    bad.len()
-                )
-            } else {
-                " (--skip-bad-rows skips it)".to_string()
-            }
-        ));
+        // Every JSONL reject carries its column.
+        return Err(bad_lines_error(&bad, "lines"));
     }
     let dropped: Vec<usize> = bad.iter().chain(torn.iter()).map(|r| r.line).collect();
     let mut kept = Vec::with_capacity(bytes.len());
