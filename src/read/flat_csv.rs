@@ -48,16 +48,16 @@ pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame
     }
     let body_start = (header_end + 1).min(bytes.len());
     let body = &bytes[body_start..];
-    let pieces = super::jsonl::line_chunks(
+    let pieces = super::jsonl::line_ranges(
         body,
         (body.len() / PIECE_BYTES).clamp(1, rayon::current_num_threads().max(1) * 4),
     );
     let width = names.len();
     let scanned: Vec<Scan> = pieces
-        .par_iter()
+        .into_par_iter()
         .map(|p| {
-            let from = p.as_ptr() as usize - bytes.as_ptr() as usize;
-            scan(text, from, from + p.len(), separator, width, infer_rows)
+            let (from, to) = (body_start + p.start, body_start + p.end);
+            scan(text, from, to, separator, width, infer_rows)
         })
         .collect::<Option<_>>()?;
     let rows: usize = scanned.iter().map(|s| s.rows).sum();

@@ -22,16 +22,12 @@ const PIECE_BYTES: usize = 4 << 20;
 /// Parses flat JSON Lines into a frame, or `None` when polars should read them instead.
 pub fn parse(bytes: &[u8]) -> Option<DataFrame> {
     let text = std::str::from_utf8(bytes).ok()?;
-    // Pieces end at line ends, which are character boundaries.
-    let pieces: Vec<&str> = super::jsonl::line_chunks(
+    let pieces: Vec<&str> = super::jsonl::line_ranges(
         bytes,
         (bytes.len() / PIECE_BYTES).clamp(1, rayon::current_num_threads().max(1) * 4),
     )
     .into_iter()
-    .map(|p| {
-        let from = p.as_ptr() as usize - bytes.as_ptr() as usize;
-        &text[from..from + p.len()]
-    })
+    .map(|range| &text[range])
     .collect();
     let parsed: Vec<Piece> = if pieces.len() == 1 {
         vec![parse_piece(pieces[0])?]

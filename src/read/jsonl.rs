@@ -88,9 +88,10 @@ fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
         .collect();
     let is_known = |key: &[u8]| known.contains(&key);
     // Scanned in parallel halves of the file, cut at line ends.
-    let chunks = line_chunks(bytes, rayon::current_num_threads().max(1) * 2);
+    let chunks = line_ranges(bytes, rayon::current_num_threads().max(1) * 2);
     use rayon::prelude::*;
-    chunks.par_iter().any(|chunk| {
+    chunks.into_par_iter().any(|range| {
+        let chunk = &bytes[range];
         let mut from = 0;
         while let Some(offset) = chunk[from..].iter().position(|b| *b == b':') {
             let colon = from + offset;
@@ -114,20 +115,21 @@ fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
     })
 }
 
-/// `bytes` cut into about `n` pieces at line ends.
-pub(crate) fn line_chunks(bytes: &[u8], n: usize) -> Vec<&[u8]> {
+/// `bytes` cut into about `n` ranges that end at line ends (each a run of whole lines, and so, in UTF-8
+/// text, at character boundaries).
+pub(crate) fn line_ranges(bytes: &[u8], n: usize) -> Vec<std::ops::Range<usize>> {
     let target = bytes.len() / n.max(1) + 1;
-    let mut chunks = Vec::with_capacity(n);
+    let mut ranges = Vec::with_capacity(n);
     let mut start = 0;
     while start < bytes.len() {
         let mut end = (start + target).min(bytes.len());
         while end < bytes.len() && bytes[end - 1] != b'\n' {
             end += 1;
         }
-        chunks.push(&bytes[start..end]);
+        ranges.push(start..end);
         start = end;
     }
-    chunks
+    ranges
 }
 
 /// Parses JSON Lines. A field that first appears late, or is an integer early and a float later, is read
