@@ -67,13 +67,14 @@ pub(super) fn enrich_streaming(
     let pool = pipeline.pool()?;
     let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
     let mut verbose: Vec<String> = Vec::new();
+    let large: Vec<bool> = inputs.iter().map(is_large).collect();
     let done = pool.install(|| -> anyhow::Result<bool> {
         // Small inputs loaded (read and enriched, in parallel) but not yet written.
         let mut loaded: Vec<(&Input, LoadResult)> = Vec::new();
         let mut next = 0;
         loop {
             // A large input streams on its own once the small ones before it are written.
-            if loaded.is_empty() && next < inputs.len() && is_large(&inputs[next]) {
+            if loaded.is_empty() && next < inputs.len() && large[next] {
                 let Some((report, lines)) =
                     stream_input(pipeline, args, &inputs[next], &mut sink, stacked)?
                 else {
@@ -91,7 +92,7 @@ pub(super) fn enrich_streaming(
             // The next window of small inputs loads while the one before is written.
             let end = (next..inputs.len())
                 .take(WINDOW_INPUTS)
-                .find(|&i| is_large(&inputs[i]))
+                .find(|&i| large[i])
                 .unwrap_or(inputs.len().min(next + WINDOW_INPUTS));
             let window = &inputs[next..end];
             let writing = std::mem::take(&mut loaded);
@@ -357,12 +358,6 @@ impl Gathered {
     }
 }
 
-/// The first bytes of `path` (decompressed), to recognise its shape.
-fn reader_head(path: &std::path::Path, format: InputFormat) -> std::io::Result<Vec<u8>> {
-    let mut head = BlockReader::open_with(path, format, 64 * 1024)?;
-    Ok(head.next_block()?.map(|b| b.bytes).unwrap_or_default())
-}
-
 /// Whether the input starts like a plain table (not a Git LFS pointer, not a trainer's own layout).
 fn plain_table(pipeline: &Pipeline, path: &std::path::Path, head: &[u8]) -> bool {
     let name = path
@@ -435,22 +430,29 @@ fn stream_input(
         let Some(format) = format else {
             return Ok(None);
         };
-        // The first bytes decide whether this is a plain table at all.
-        let Ok(head) = reader_head(path, format) else {
-            return Ok(None);
-        };
-        if !plain_table(pipeline, path, &head) {
-            return Ok(None);
-        }
         let Ok(mut reader) = BlockReader::open(path, format) else {
             return Ok(None);
         };
+        // The first block's first bytes decide whether this is a plain table at all.
+        let Ok(first) = reader.next_block() else {
+            return Ok(None);
+        };
+        let head = first
+            .as_ref()
+            .map_or(&[][..], |b| &b.bytes[..b.bytes.len().min(64 * 1024)]);
+        if !plain_table(pipeline, path, head) {
+            return Ok(None);
+        }
+        let mut first = first;
         let skip_bad = pipeline.read.skip_bad_rows;
         let (torn, rejects) = (&mut torn, &mut rejects);
         // JSONL and CSV: parsing is the heavier half, so blocks are enriched on the writing side.
         let blocks = move |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
             let clock = Instant::now();
-            let block = reader.next_block().map_err(|_| ())?;
+            let block = match first.take() {
+                Some(block) => Some(block),
+                None => reader.next_block().map_err(|_| ())?,
+            };
             times[0] += clock.elapsed().as_secs_f64();
             let Some(block) = block else { return Ok(None) };
             let clock = Instant::now();

@@ -51,15 +51,6 @@ pub struct BlockReader {
 impl BlockReader {
     /// Opens `path`, undoing gzip or zstd compression (recognised by magic bytes) as it reads.
     pub fn open(path: &Path, format: InputFormat) -> io::Result<BlockReader> {
-        BlockReader::open_with(path, format, block_bytes())
-    }
-
-    /// [`BlockReader::open`] with blocks of about `block_bytes`.
-    pub fn open_with(
-        path: &Path,
-        format: InputFormat,
-        block_bytes: usize,
-    ) -> io::Result<BlockReader> {
         let mut file = BufReader::with_capacity(1 << 16, File::open(path)?);
         let head = file.fill_buf()?;
         let reader: Box<dyn Read + Send> = if head.starts_with(GZIP_MAGIC) {
@@ -69,7 +60,7 @@ impl BlockReader {
         } else {
             Box::new(file)
         };
-        Ok(BlockReader::new(reader, format, block_bytes))
+        Ok(BlockReader::new(reader, format, block_bytes()))
     }
 
     pub fn new(

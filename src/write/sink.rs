@@ -85,11 +85,6 @@ impl Sink {
         }
     }
 
-    /// Rows written or buffered so far.
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
     /// Appends `df`'s rows. With `fill_missing`, a column of the schema that `df` lacks is null in its
     /// rows (stacking inputs); without, it is a mismatch (blocks of one input).
     pub fn push(&mut self, df: DataFrame, fill_missing: bool) -> Result<(), SinkError> {
