@@ -293,14 +293,7 @@ pub fn combine(parts: Vec<(String, DataFrame)>) -> PolarsResult<DataFrame> {
             };
             columns.push(col);
         }
-        columns.push(Column::new_scalar(
-            SOURCE_FILE.into(),
-            Scalar::new(
-                DataType::String,
-                AnyValue::StringOwned(source.as_str().into()),
-            ),
-            height,
-        ));
+        columns.push(source_file_column(&source, height));
         for name in OUTPUT_COLUMNS
             .iter()
             .chain(&HFU_COLUMNS)
@@ -333,15 +326,17 @@ pub fn tag_source(df: DataFrame, source: &str) -> PolarsResult<DataFrame> {
         .iter()
         .position(|c| is_added_column(c.name().as_str()))
         .unwrap_or(columns.len());
-    columns.insert(
-        at,
-        Column::new_scalar(
-            SOURCE_FILE.into(),
-            Scalar::new(DataType::String, AnyValue::StringOwned(source.into())),
-            height,
-        ),
-    );
+    columns.insert(at, source_file_column(source, height));
     DataFrame::new(height, columns)
+}
+
+/// The `source_file` column: `source` on each of `height` rows.
+fn source_file_column(source: &str, height: usize) -> Column {
+    Column::new_scalar(
+        SOURCE_FILE.into(),
+        Scalar::new(DataType::String, AnyValue::StringOwned(source.into())),
+        height,
+    )
 }
 
 fn unify(a: &DataType, b: &DataType) -> DataType {
