@@ -157,7 +157,8 @@ fn enrich_whole(
     let processed = pipeline.for_each_input(|i, input| {
         let result = process(pipeline, input, args, destination, i, metadata);
         if let Ok(p) = &result {
-            let done = rows_done.fetch_add(p.stats.rows, Ordering::Relaxed) + p.stats.rows;
+            let rows = p.report.stats.rows;
+            let done = rows_done.fetch_add(rows, Ordering::Relaxed) + rows;
             let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
             progress.set_message(format!("{rate:.0} rows/s"));
         }
@@ -178,11 +179,7 @@ fn enrich_whole(
             if let Some(frame) = p.frame {
                 parts.push((input.display.clone(), frame));
             }
-            InputReport {
-                stats: p.stats,
-                warnings: p.warnings,
-                rejects: p.rejects,
-            }
+            p.report
         }));
     }
     let failed = results.iter().any(|r| r.is_err());
@@ -299,10 +296,9 @@ fn report(
 
 /// What happened to one input.
 struct Processed {
+    /// The enriched rows, when they go into the one output (`None` once written with --out-dir).
     frame: Option<DataFrame>,
-    stats: mfu::compute::ComputeStats,
-    warnings: Vec<String>,
-    rejects: Vec<mfu::read::Reject>,
+    report: InputReport,
 }
 
 /// Reads, enriches and (with --out-dir) writes one input.
@@ -328,9 +324,11 @@ fn process(
     }
     Ok(Processed {
         frame,
-        stats: enriched.stats,
-        warnings: loaded.warnings,
-        rejects: loaded.rejects,
+        report: InputReport {
+            stats: enriched.stats,
+            warnings: loaded.warnings,
+            rejects: loaded.rejects,
+        },
     })
 }
 
