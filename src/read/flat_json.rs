@@ -73,7 +73,8 @@ impl Kind {
     }
 }
 
-struct Column {
+/// One column of one piece, as it is filled line by line.
+struct ColumnBuilder {
     name: String,
     /// Rows filled so far (values or nulls).
     len: usize,
@@ -91,7 +92,7 @@ enum Cell<'a> {
     Owned(String),
 }
 
-impl Column {
+impl ColumnBuilder {
     fn kind(&self) -> Kind {
         match self.values {
             Values::Null => Kind::Null,
@@ -206,7 +207,7 @@ impl Column {
     }
 
     /// The column as a polars column of `kind` (its own kind, or one it widens to).
-    fn finish(mut self, rows: usize, kind: Kind) -> Column_ {
+    fn finish(mut self, rows: usize, kind: Kind) -> Column {
         self.pad(rows);
         let name: PlSmallStr = self.name.as_str().into();
         let validity = |b: MutableBitmap| -> Option<polars_arrow::bitmap::Bitmap> {
@@ -240,8 +241,6 @@ impl Column {
     }
 }
 
-type Column_ = polars::prelude::Column;
-
 impl Kind {
     fn dtype(self) -> DataType {
         match self {
@@ -256,7 +255,7 @@ impl Kind {
 
 /// One piece of the input, parsed.
 struct Piece {
-    columns: Vec<Column>,
+    columns: Vec<ColumnBuilder>,
     rows: usize,
     /// The distinct key sequences of its lines (as column indices), in order of first appearance: they
     /// decide the column order (see [`column_order`]).
@@ -266,7 +265,7 @@ struct Piece {
 /// Parses one piece (whole lines).
 fn parse_piece(text: &str) -> Option<Piece> {
     let b = text.as_bytes();
-    let mut columns: Vec<Column> = Vec::new();
+    let mut columns: Vec<ColumnBuilder> = Vec::new();
     let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     // The columns of the previous line's keys, in order: lines usually repeat their keys in one order.
     let mut previous: Vec<usize> = Vec::new();
@@ -316,7 +315,7 @@ fn parse_piece(text: &str) -> Option<Piece> {
                     let c = match by_name.get(key) {
                         Some(&c) => c,
                         None => {
-                            columns.push(Column {
+                            columns.push(ColumnBuilder {
                                 name: key.to_string(),
                                 len: 0,
                                 values: Values::Null,
@@ -632,7 +631,7 @@ fn join(pieces: Vec<Piece>) -> Option<DataFrame> {
         index.into_iter().map(|(n, g)| (n.to_string(), g)).collect();
     if pieces.len() == 1 {
         let piece = pieces.into_iter().next().expect("one piece");
-        let mut slots: Vec<Option<Column_>> = (0..names.len()).map(|_| None).collect();
+        let mut slots: Vec<Option<Column>> = (0..names.len()).map(|_| None).collect();
         for col in piece.columns {
             let g = index[&col.name];
             slots[g] = Some(col.finish(piece.rows, kinds[g]));
@@ -640,10 +639,10 @@ fn join(pieces: Vec<Piece>) -> Option<DataFrame> {
         return DataFrame::new(rows, slots.into_iter().collect::<Option<Vec<_>>>()?).ok();
     }
     // Each piece's columns, placed by global index (a piece may lack some).
-    let mut parts: Vec<Vec<Option<Column_>>> = Vec::with_capacity(pieces.len());
+    let mut parts: Vec<Vec<Option<Column>>> = Vec::with_capacity(pieces.len());
     let mut heights = Vec::with_capacity(pieces.len());
     for piece in pieces {
-        let mut slots: Vec<Option<Column_>> = (0..names.len()).map(|_| None).collect();
+        let mut slots: Vec<Option<Column>> = (0..names.len()).map(|_| None).collect();
         for col in piece.columns {
             let g = index[&col.name];
             slots[g] = Some(col.finish(piece.rows, kinds[g]));
@@ -651,7 +650,7 @@ fn join(pieces: Vec<Piece>) -> Option<DataFrame> {
         heights.push(piece.rows);
         parts.push(slots);
     }
-    let columns: Vec<Column_> = (0..names.len())
+    let columns: Vec<Column> = (0..names.len())
         .into_par_iter()
         .map(|g| {
             let dtype = kinds[g].dtype();
