@@ -21,7 +21,7 @@ use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
-use super::flat_json::{parse_f64, parse_whole_number, Number};
+use super::number::{parse_f64, parse_number_at, parse_whole_number, Number};
 
 /// Bytes per parallel piece.
 const PIECE_BYTES: usize = 2 << 20;
@@ -170,15 +170,31 @@ fn scan(
         }
         let mut column = 0;
         loop {
-            // One pass over the cell finds its end.
-            let start = i;
-            while i < to && bytes[i] != separator && bytes[i] != b'\n' {
-                i += 1;
-            }
             if column == width {
                 return None;
             }
-            let (kind, value) = cell_value(&text[start..i])?;
+            let start = i;
+            // Most cells are numbers in JSON's grammar: reading one finds the cell's end on the way.
+            let number = match bytes[i] {
+                b'-' | b'0'..=b'9' => parse_number_at(text, i).filter(|&(_, end)| {
+                    end >= to || bytes[end] == separator || bytes[end] == b'\n'
+                }),
+                _ => None,
+            };
+            let (kind, value) = match number {
+                Some((Number::Int(v), end)) => {
+                    i = end;
+                    (INT, v as u64)
+                }
+                Some((Number::Float(v), end)) => {
+                    i = end;
+                    (FLOAT, v.to_bits())
+                }
+                None => {
+                    i = cell_end(bytes, i, to, separator);
+                    cell_value(&text[start..i])?
+                }
+            };
             let col = &mut columns[column];
             col.kinds |= kind;
             col.has_empty |= kind == EMPTY;
@@ -204,6 +220,30 @@ fn scan(
         columns,
         head_kinds,
     })
+}
+
+/// Where the cell that starts at `i` ends: the next separator or line end before `to`. Eight bytes at a
+/// time while eight remain (a byte equals the separator or a newline where its XOR with that byte is zero,
+/// found with the usual has-zero-byte trick).
+#[inline]
+fn cell_end(bytes: &[u8], mut i: usize, to: usize, separator: u8) -> usize {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let separators = LOW * separator as u64;
+    let newlines = LOW * b'\n' as u64;
+    while i + 8 <= to {
+        let word = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("eight bytes"));
+        let (a, b) = (word ^ separators, word ^ newlines);
+        let found = (a.wrapping_sub(LOW) & !a | b.wrapping_sub(LOW) & !b) & HIGH;
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < to && bytes[i] != separator && bytes[i] != b'\n' {
+        i += 1;
+    }
+    i
 }
 
 /// The kind polars' inference gives a cell, and its value when a number or boolean (see
@@ -436,6 +476,22 @@ mod tests {
     fn assert_same(ours: &DataFrame, theirs: &DataFrame) {
         assert_eq!(ours.schema(), theirs.schema());
         assert!(ours.equals_missing(theirs), "{ours}\n{theirs}");
+    }
+
+    #[test]
+    fn cells_end_at_the_first_separator_or_line_end() {
+        let line = b"NVIDIA H100 80GB HBM3;run-0001\nnext";
+        assert_eq!(cell_end(line, 0, line.len(), b';'), 21);
+        assert_eq!(cell_end(line, 22, line.len(), b';'), 30);
+        assert_eq!(cell_end(line, 31, line.len(), b';'), line.len());
+        // A separator of another kind is text; `to` bounds the search.
+        assert_eq!(cell_end(line, 0, line.len(), b','), 30);
+        assert_eq!(cell_end(line, 0, 10, b';'), 10);
+        for at in 0..20 {
+            let mut cell = vec![b'x'; 20];
+            cell[at] = b',';
+            assert_eq!(cell_end(&cell, 0, cell.len(), b','), at);
+        }
     }
 
     #[test]

@@ -16,6 +16,8 @@ use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
+use super::number::{parse_number_at, Number};
+
 /// Bytes per parallel piece: small inputs are parsed on the calling thread.
 const PIECE_BYTES: usize = 4 << 20;
 
@@ -422,158 +424,19 @@ fn parse_value(text: &str, i: usize) -> Option<(Cell<'_>, usize)> {
         b't' if b[i..].starts_with(b"true") => Some((Cell::Bool(true), i + 4)),
         b'f' if b[i..].starts_with(b"false") => Some((Cell::Bool(false), i + 5)),
         b'n' if b[i..].starts_with(b"null") => Some((Cell::Null, i + 4)),
-        b'-' | b'0'..=b'9' => parse_number(text, i),
+        b'-' | b'0'..=b'9' => {
+            let (number, end) = parse_number_at(text, i)?;
+            Some((
+                match number {
+                    Number::Int(v) => Cell::Int(v),
+                    Number::Float(v) => Cell::Float(v),
+                },
+                end,
+            ))
+        }
         _ => None,
     }
 }
-
-/// A number in JSON's grammar.
-pub(crate) enum Number {
-    Int(i64),
-    Float(f64),
-}
-
-/// `text`, all of it, as a number in JSON's grammar (an integer that fits i64, or a finite float read
-/// exactly as the standard parser reads it); `None` for anything else.
-#[inline]
-pub(crate) fn parse_whole_number(text: &str) -> Option<Number> {
-    match parse_number(text, 0)? {
-        (Cell::Float(v), end) if end == text.len() => Some(Number::Float(v)),
-        (Cell::Int(v), end) if end == text.len() => Some(Number::Int(v)),
-        _ => None,
-    }
-}
-
-/// The value of a decimal number written in JSON's grammar (the whole of `text`), exactly as the standard
-/// parser reads it; `None` for anything else.
-pub(crate) fn parse_f64(text: &str) -> Option<f64> {
-    match parse_whole_number(text)? {
-        // "-0" is an integer 0 to JSON, but negative zero as a float.
-        Number::Int(0) if text.starts_with('-') => Some(-0.0),
-        Number::Int(v) => Some(v as f64),
-        Number::Float(v) => Some(v),
-    }
-}
-
-/// A JSON number (strict grammar): an integer that fits i64, or a finite float.
-#[inline]
-fn parse_number(text: &str, start: usize) -> Option<(Cell<'_>, usize)> {
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut i = start;
-    let negative = b[i] == b'-';
-    if negative {
-        i += 1;
-    }
-    let digits_start = i;
-    // The significant digits as an integer, and the power of ten that scales them, for the exact path.
-    let mut mantissa: u64 = 0;
-    let mut significant = 0;
-    match b.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => i = eat_digits(b, i, &mut mantissa, &mut significant),
-        _ => return None,
-    }
-    let int_digits = i - digits_start;
-    let mut exponent: i64 = 0;
-    let mut fractional = false;
-    if i < n && b[i] == b'.' {
-        i += 1;
-        let from = i;
-        i = eat_digits(b, i, &mut mantissa, &mut significant);
-        if i == from {
-            return None;
-        }
-        exponent -= (i - from) as i64;
-        fractional = true;
-    }
-    if i < n && (b[i] == b'e' || b[i] == b'E') {
-        i += 1;
-        let mut sign = 1;
-        if i < n && (b[i] == b'+' || b[i] == b'-') {
-            if b[i] == b'-' {
-                sign = -1;
-            }
-            i += 1;
-        }
-        let from = i;
-        let mut e: i64 = 0;
-        while i < n && b[i].is_ascii_digit() {
-            e = (e * 10 + (b[i] - b'0') as i64).min(100_000);
-            i += 1;
-        }
-        if i == from {
-            return None;
-        }
-        exponent += sign * e;
-        fractional = true;
-    }
-    if !fractional {
-        if int_digits <= 18 {
-            let v = mantissa as i64;
-            return Some((Cell::Int(if negative { -v } else { v }), i));
-        }
-        return Some((Cell::Int(text[start..i].parse().ok()?), i));
-    }
-    // Clinger's fast path: a mantissa below 2^53 times or over a power of ten up to 10^22 is exact in
-    // f64, so one multiplication or division rounds correctly; otherwise the standard parser decides.
-    if significant <= 19 && mantissa <= 1 << 53 && (-22..=22).contains(&exponent) {
-        let m = mantissa as f64;
-        let v = if exponent < 0 {
-            m / POWERS_OF_TEN[(-exponent) as usize]
-        } else {
-            m * POWERS_OF_TEN[exponent as usize]
-        };
-        return Some((Cell::Float(if negative { -v } else { v }), i));
-    }
-    let v: f64 = text[start..i].parse().ok()?;
-    v.is_finite().then_some((Cell::Float(v), i))
-}
-
-/// Reads the digits from `i` into `mantissa` (wrapping once past 19 significant digits, which
-/// `significant` counts, leading zeros not included); returns where they end. Eight digits at a time where
-/// it can (the SWAR method of fast_float: check and convert eight ASCII digits in a few word operations).
-#[inline]
-fn eat_digits(b: &[u8], mut i: usize, mantissa: &mut u64, significant: &mut u32) -> usize {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        // Every byte in '0'..='9': no byte above 0x39 (adding 0x46 sets bit 7) or below 0x30.
-        let all_digits = (word.wrapping_add(0x4646_4646_4646_4646)
-            | word.wrapping_sub(0x3030_3030_3030_3030))
-            & 0x8080_8080_8080_8080
-            == 0;
-        if !all_digits {
-            break;
-        }
-        let mut v = word - 0x3030_3030_3030_3030;
-        v = v.wrapping_mul(10) + (v >> 8);
-        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(0x000F_4240_0000_0064)
-            + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(0x0000_2710_0000_0001))
-            >> 32;
-        if *mantissa != 0 {
-            *significant += 8;
-        } else if v != 0 {
-            *significant += v.ilog10() + 1;
-        }
-        *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(v);
-        i += 8;
-    }
-    while i < b.len() && b[i].is_ascii_digit() {
-        let d = b[i];
-        if *mantissa != 0 || d != b'0' {
-            *significant += 1;
-        }
-        *mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
-        i += 1;
-    }
-    i
-}
-
-/// 10^0 ..= 10^22, each exact in f64.
-const POWERS_OF_TEN: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
 
 /// The column order polars gives a file whose lines have these distinct key sequences (in order of first
 /// appearance): it folds them left to right, each time keeping the longer sequence (the one so far on a
@@ -756,43 +619,6 @@ mod tests {
         assert_eq!(ours.height(), rows);
         assert_eq!(ours.column("i").unwrap().dtype(), &DataType::Float64);
         assert_eq!(ours.column("z").unwrap().null_count(), rows - 1);
-    }
-
-    #[test]
-    fn numbers_parse_to_the_same_bits_as_the_standard_parser() {
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for _ in 0..200_000 {
-            let bits = next();
-            let x = f64::from_bits(bits);
-            let small = (bits % 1_000_000_007) as f64 / 10f64.powi((bits % 12) as i32);
-            for v in [x, small, -small] {
-                if !v.is_finite() {
-                    continue;
-                }
-                for text in [
-                    format!("{v:?}"),
-                    format!("{v:e}"),
-                    format!("{v:.3}"),
-                    format!("{v:.17}"),
-                ] {
-                    let want: f64 = text.parse().unwrap();
-                    match parse_number(&text, 0) {
-                        Some((Cell::Float(got), end)) => {
-                            assert_eq!(end, text.len(), "{text}");
-                            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
-                        }
-                        Some((Cell::Int(got), _)) => assert_eq!(got as f64, want, "{text}"),
-                        _ => panic!("{text} not read"),
-                    }
-                }
-            }
-        }
     }
 
     /// A value of the JSON type each key holds (or null).

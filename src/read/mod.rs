@@ -9,6 +9,7 @@ pub mod flat_csv;
 pub mod flat_json;
 pub mod inputs;
 pub mod jsonl;
+pub(crate) mod number;
 pub mod parquet;
 pub mod shapes;
 pub mod stream;
