@@ -1,5 +1,8 @@
 //! Parquet output, written by arrow-rs: zstd-compressed, with key-value metadata that says how each added
-//! column was made. The metadata goes into the Arrow schema (so pyarrow shows it in `schema.metadata`) and
+//! column was made. A number column whose values zstd cannot shrink (a sample of the first row group saves
+//! under [`MIN_ZSTD_SAVING`] of its bytes: the full-precision floats of timings, losses and the MFU columns
+//! themselves) is stored uncompressed, since compressing it costs time and saves next to nothing; Parquet
+//! records the codec per column chunk, so every reader handles the mix. The metadata goes into the Arrow schema (so pyarrow shows it in `schema.metadata`) and
 //! into the file footer (so any Parquet reader sees it). Columns of a row group are encoded in parallel
 //! (rayon) and appended in schema order, so the bytes do not depend on the number of threads.
 
@@ -49,7 +52,7 @@ fn row_group_batch(
     )
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn write_frame(
     df: &DataFrame,
@@ -81,7 +84,8 @@ pub struct ParquetStream<W: Write + Send> {
 }
 
 impl<W: Write + Send> ParquetStream<W> {
-    /// Starts a file whose row groups have `first`'s schema (its rows are not written).
+    /// Starts a file whose row groups have `first`'s schema; its rows (not written here) are the sample
+    /// that decides which number columns zstd compresses.
     pub fn new(out: W, first: &RecordBatch, metadata: &Metadata) -> Result<Self, BoxError> {
         let schema = first.schema();
         // Dictionary encoding pays for text (run names, devices, dtypes repeat); for numbers it hashes
@@ -95,6 +99,14 @@ impl<W: Write + Send> ParquetStream<W> {
                 builder = builder.set_column_dictionary_enabled(
                     parquet::schema::types::ColumnPath::from(field.name().as_str()),
                     true,
+                );
+            }
+        }
+        for (field, array) in schema.fields().iter().zip(first.columns()) {
+            if !zstd_pays(array.as_ref()) {
+                builder = builder.set_column_compression(
+                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
+                    Compression::UNCOMPRESSED,
                 );
             }
         }
@@ -150,6 +162,32 @@ impl<W: Write + Send> ParquetStream<W> {
     }
 }
 
+/// The share of a sample's bytes zstd must save for a number column to be compressed.
+pub const MIN_ZSTD_SAVING: f64 = 0.1;
+
+/// Values sampled from the start of the first row group.
+const ZSTD_SAMPLE_VALUES: usize = 1 << 14;
+
+/// Whether zstd (at the level the file uses) saves at least [`MIN_ZSTD_SAVING`] of a fixed-width number
+/// column's bytes, judged on its first values as Parquet's plain encoding lays them out. Other columns,
+/// and samples too small to judge, are compressed.
+fn zstd_pays(array: &dyn arrow::array::Array) -> bool {
+    let data = array.to_data();
+    let Some(width) = data.data_type().primitive_width() else {
+        return true;
+    };
+    let len = data.len().min(ZSTD_SAMPLE_VALUES);
+    if len < 1024 || data.buffers().len() != 1 {
+        return true;
+    }
+    let start = data.offset() * width;
+    let sample = &data.buffers()[0].as_slice()[start..start + len * width];
+    match zstd::bulk::compress(sample, ZstdLevel::default().compression_level()) {
+        Ok(compressed) => (compressed.len() as f64) < sample.len() as f64 * (1.0 - MIN_ZSTD_SAVING),
+        Err(_) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +216,51 @@ mod tests {
             let total: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
             assert_eq!(total, rows);
         }
+    }
+
+    #[test]
+    fn number_columns_zstd_cannot_shrink_are_stored_uncompressed() {
+        let rows = 20_000usize;
+        // Full-precision floats (as timings and MFU are) against a repeated value and a counter.
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let noisy: Vec<f64> = (0..rows)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64 * 300.0
+            })
+            .collect();
+        let mut df = df!(
+            "step_time_s" => noisy.clone(),
+            "peak" => vec![989e12; rows],
+            "step" => (0..rows as i64).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let mut bytes = Vec::new();
+        ParquetTableWriter
+            .write(&mut df, &Vec::new(), &mut bytes)
+            .unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        let group = reader.metadata().row_group(0);
+        let codecs: Vec<Compression> = group.columns().iter().map(|c| c.compression()).collect();
+        assert_eq!(
+            codecs,
+            vec![
+                Compression::UNCOMPRESSED,
+                Compression::ZSTD(ZstdLevel::default()),
+                Compression::ZSTD(ZstdLevel::default()),
+            ]
+        );
+        let batch = reader.build().unwrap().next().unwrap().unwrap();
+        let read = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow::array::Float64Array>()
+            .unwrap();
+        // Batches are read a thousand rows or so at a time; the first holds the first rows.
+        assert!(!read.is_empty() && read.values()[..] == noisy[..read.len()]);
     }
 }

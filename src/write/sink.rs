@@ -11,10 +11,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use arrow::array::RecordBatch;
 use polars::prelude::*;
 
 use super::atomic::PendingFile;
-use super::parquet::{ParquetStream, ROW_GROUP_ROWS};
+use super::parquet::{BoxError, ParquetStream, ROW_GROUP_ROWS};
 use super::{Metadata, OutputFormat, WriteError};
 use crate::arrow_bridge::frame_to_record_batch;
 
@@ -30,7 +31,33 @@ pub enum SinkError {
 
 enum Writer {
     Text(BufWriter<File>),
-    Parquet(Box<ParquetStream<BufWriter<File>>>),
+    /// The file starts with the first row group, whose rows decide the column codecs.
+    Parquet(ParquetOut),
+}
+
+/// A Parquet output before and after its first row group.
+enum ParquetOut {
+    /// The file, not yet begun (`None` only while it is being begun).
+    Waiting(Option<BufWriter<File>>),
+    Started(Box<ParquetStream<BufWriter<File>>>),
+}
+
+impl ParquetOut {
+    /// The stream, begun with `first` (the first row group) if it has not been.
+    fn started(
+        &mut self,
+        first: &RecordBatch,
+        metadata: &Metadata,
+    ) -> Result<&mut ParquetStream<BufWriter<File>>, BoxError> {
+        if let ParquetOut::Waiting(out) = self {
+            let out = out.take().ok_or("the Parquet output failed to begin")?;
+            *self = ParquetOut::Started(Box::new(ParquetStream::new(out, first, metadata)?));
+        }
+        match self {
+            ParquetOut::Started(stream) => Ok(stream),
+            ParquetOut::Waiting(_) => unreachable!("begun above"),
+        }
+    }
 }
 
 /// An output file being written batch by batch.
@@ -128,19 +155,7 @@ impl Sink {
         let file = self.pending.file().try_clone().map_err(|e| self.io(e))?;
         let out = BufWriter::with_capacity(1 << 20, file);
         self.writer = Some(match self.format {
-            OutputFormat::Parquet => {
-                let encode =
-                    |e: &dyn std::fmt::Display| WriteError::encode(OutputFormat::Parquet, e);
-                let schema_batch = frame_to_record_batch(
-                    &first.slice(0, 0),
-                    self.metadata.iter().cloned().collect(),
-                )
-                .map_err(|e| encode(&e))?;
-                Writer::Parquet(Box::new(
-                    ParquetStream::new(out, &schema_batch, &self.metadata)
-                        .map_err(|e| encode(&e))?,
-                ))
-            }
+            OutputFormat::Parquet => Writer::Parquet(ParquetOut::Waiting(Some(out))),
             _ => Writer::Text(out),
         });
         Ok(())
@@ -203,7 +218,9 @@ impl Sink {
                 self.metadata.iter().cloned().collect(),
             )
             .map_err(|e| encode(&e))?;
-            file.write_row_group(&batch).map_err(|e| encode(&e))?;
+            file.started(&batch, &self.metadata)
+                .and_then(|stream| stream.write_row_group(&batch))
+                .map_err(|e| encode(&e))?;
             start += len;
         }
         self.buffered_rows = rows.height() - start;
@@ -225,7 +242,8 @@ impl Sink {
         }
         let flushed = match self.writer.take().expect("rows were written") {
             Writer::Text(mut out) => out.flush(),
-            Writer::Parquet(file) => file
+            Writer::Parquet(ParquetOut::Waiting(_)) => unreachable!("rows were written"),
+            Writer::Parquet(ParquetOut::Started(file)) => file
                 .finish()
                 .map_err(|e| WriteError::encode(OutputFormat::Parquet, e))?
                 .flush(),
