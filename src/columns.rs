@@ -443,35 +443,62 @@ fn strip_prefix(name: &str) -> String {
     lower
 }
 
-/// Finds the column for `field` among `columns`: by alias order first, then by column order; an exact
-/// (prefix-kept) match beats a prefix-dropped one.
-/// For a duration, a name with its unit suffix dropped also counts (`fwd_bwd_time_ms` is `fwd_bwd_time`).
-fn find_column<'a>(field: Field, columns: &[&'a str]) -> Option<&'a str> {
-    find_by_aliases(field.aliases(), field.is_time(), columns)
+/// A file's column names in the forms aliases are matched against, worked out once per file rather than
+/// once per field.
+struct MatchNames<'a> {
+    columns: &'a [&'a str],
+    /// Trimmed and lower-cased; then with a known prefix dropped.
+    lowered: Vec<String>,
+    stripped: Vec<String>,
+    /// The same two with a unit suffix dropped (for durations).
+    lowered_no_unit: Vec<String>,
+    stripped_no_unit: Vec<String>,
 }
 
-fn find_by_aliases<'a>(aliases: &[&str], is_time: bool, columns: &[&'a str]) -> Option<&'a str> {
-    let lowered: Vec<String> = columns
-        .iter()
-        .map(|c| c.trim().to_ascii_lowercase())
-        .collect();
-    let stripped: Vec<String> = columns.iter().map(|c| strip_prefix(c)).collect();
-    let mut candidates = vec![lowered, stripped];
-    if is_time {
-        let without_unit: Vec<Vec<String>> = candidates
+impl<'a> MatchNames<'a> {
+    fn new(columns: &'a [&'a str]) -> MatchNames<'a> {
+        let lowered: Vec<String> = columns
             .iter()
-            .map(|names| names.iter().map(|n| strip_unit(n).to_string()).collect())
+            .map(|c| c.trim().to_ascii_lowercase())
             .collect();
-        candidates.extend(without_unit);
-    }
-    for alias in aliases {
-        for names in &candidates {
-            if let Some(i) = names.iter().position(|c| c == alias) {
-                return Some(columns[i]);
-            }
+        let stripped: Vec<String> = columns.iter().map(|c| strip_prefix(c)).collect();
+        let no_unit = |names: &[String]| -> Vec<String> {
+            names.iter().map(|n| strip_unit(n).to_string()).collect()
+        };
+        MatchNames {
+            columns,
+            lowered_no_unit: no_unit(&lowered),
+            stripped_no_unit: no_unit(&stripped),
+            lowered,
+            stripped,
         }
     }
-    None
+
+    /// Finds the column for `field` among the columns: by alias order first, then by column order; an
+    /// exact (prefix-kept) match beats a prefix-dropped one. For a duration, a name with its unit suffix
+    /// dropped also counts (`fwd_bwd_time_ms` is `fwd_bwd_time`).
+    fn find(&self, field: Field) -> Option<&'a str> {
+        self.find_by_aliases(field.aliases(), field.is_time())
+    }
+
+    fn find_by_aliases(&self, aliases: &[&str], is_time: bool) -> Option<&'a str> {
+        let with_units = [&self.lowered, &self.stripped];
+        let all = [
+            &self.lowered,
+            &self.stripped,
+            &self.lowered_no_unit,
+            &self.stripped_no_unit,
+        ];
+        let candidates: &[&Vec<String>] = if is_time { &all } else { &with_units };
+        for alias in aliases {
+            for names in candidates {
+                if let Some(i) = names.iter().position(|c| c == alias) {
+                    return Some(self.columns[i]);
+                }
+            }
+        }
+        None
+    }
 }
 
 /// `step_time_ms` → `step_time`; `end_to_end (s)` → `end_to_end`; names without a unit unchanged.
@@ -493,6 +520,7 @@ pub fn map_columns(
     options: &ColumnOptions,
 ) -> Result<ColumnMapping, ColumnError> {
     let available = || columns.join(", ");
+    let names = MatchNames::new(columns);
     let mut sources = Vec::with_capacity(Field::ALL.len());
     for field in Field::ALL {
         let mapped = options.map.iter().rev().find(|(f, _)| *f == field);
@@ -507,12 +535,12 @@ pub fn map_columns(
                     })
                 }
             },
-            None => find_column(field, columns),
+            None => names.find(field),
         };
         let (column, found_cumulative) = match column {
             Some(c) => (Some(c), false),
             None if mapped.is_none() => {
-                match find_by_aliases(field.cumulative_aliases(), field.is_time(), columns) {
+                match names.find_by_aliases(field.cumulative_aliases(), field.is_time()) {
                     Some(c) => (Some(c), true),
                     None => (None, false),
                 }
@@ -810,7 +838,21 @@ fn numeric_values(
         DataType::Boolean => Ok((vec![None; col.len()], col.len() - col.null_count())),
         _ => {
             let cast = col.cast(&DataType::Float64)?;
-            Ok((cast.f64()?.iter().map(|v| v.map(scaled)).collect(), 0))
+            // Chunk by chunk, so a column without nulls skips the validity bits.
+            let mut values = Vec::with_capacity(cast.len());
+            for chunk in cast.f64()?.downcast_iter() {
+                match chunk.validity().filter(|v| v.unset_bits() > 0) {
+                    None => values.extend(chunk.values().iter().map(|v| Some(scaled(*v)))),
+                    Some(valid) => values.extend(
+                        chunk
+                            .values()
+                            .iter()
+                            .zip(valid.iter())
+                            .map(|(v, ok)| ok.then(|| scaled(*v))),
+                    ),
+                }
+            }
+            Ok((values, 0))
         }
     }
 }
