@@ -21,6 +21,7 @@ use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
+use super::bytes::find_either;
 use super::number::{parse_f64, parse_number_at, parse_whole_number, Number};
 
 /// Bytes per parallel piece.
@@ -191,7 +192,7 @@ fn scan(
                     (FLOAT, v.to_bits())
                 }
                 None => {
-                    i = cell_end(bytes, i, to, separator);
+                    i = find_either(bytes, i, to, separator, b'\n');
                     cell_value(&text[start..i])?
                 }
             };
@@ -220,30 +221,6 @@ fn scan(
         columns,
         head_kinds,
     })
-}
-
-/// Where the cell that starts at `i` ends: the next separator or line end before `to`. Eight bytes at a
-/// time while eight remain (a byte equals the separator or a newline where its XOR with that byte is zero,
-/// found with the usual has-zero-byte trick).
-#[inline]
-fn cell_end(bytes: &[u8], mut i: usize, to: usize, separator: u8) -> usize {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let separators = LOW * separator as u64;
-    let newlines = LOW * b'\n' as u64;
-    while i + 8 <= to {
-        let word = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("eight bytes"));
-        let (a, b) = (word ^ separators, word ^ newlines);
-        let found = (a.wrapping_sub(LOW) & !a | b.wrapping_sub(LOW) & !b) & HIGH;
-        if found != 0 {
-            return i + (found.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < to && bytes[i] != separator && bytes[i] != b'\n' {
-        i += 1;
-    }
-    i
 }
 
 /// The kind polars' inference gives a cell, and its value when a number or boolean (see
@@ -476,22 +453,6 @@ mod tests {
     fn assert_same(ours: &DataFrame, theirs: &DataFrame) {
         assert_eq!(ours.schema(), theirs.schema());
         assert!(ours.equals_missing(theirs), "{ours}\n{theirs}");
-    }
-
-    #[test]
-    fn cells_end_at_the_first_separator_or_line_end() {
-        let line = b"NVIDIA H100 80GB HBM3;run-0001\nnext";
-        assert_eq!(cell_end(line, 0, line.len(), b';'), 21);
-        assert_eq!(cell_end(line, 22, line.len(), b';'), 30);
-        assert_eq!(cell_end(line, 31, line.len(), b';'), line.len());
-        // A separator of another kind is text; `to` bounds the search.
-        assert_eq!(cell_end(line, 0, line.len(), b','), 30);
-        assert_eq!(cell_end(line, 0, 10, b';'), 10);
-        for at in 0..20 {
-            let mut cell = vec![b'x'; 20];
-            cell[at] = b',';
-            assert_eq!(cell_end(&cell, 0, cell.len(), b','), at);
-        }
     }
 
     #[test]

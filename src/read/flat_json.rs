@@ -16,6 +16,7 @@ use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
+use super::bytes::find_either;
 use super::number::{parse_number_at, Number};
 
 /// Bytes per parallel piece: small inputs are parsed on the calling thread.
@@ -368,15 +369,10 @@ fn parse_piece(text: &str) -> Option<Piece> {
     })
 }
 
-/// The position of the first `"` or `\\` at or after `from` (`b.len()` if none). Strings in logs are
-/// short, so a plain loop beats setting up a vector search.
+/// The position of the first `"` or `\\` at or after `from` (`b.len()` if none).
 #[inline]
 fn string_end(b: &[u8], from: usize) -> usize {
-    let mut j = from;
-    while j < b.len() && b[j] != b'"' && b[j] != b'\\' {
-        j += 1;
-    }
-    j
+    find_either(b, from, b.len(), b'"', b'\\')
 }
 
 /// Byte equality for short keys, without a call into the C library.

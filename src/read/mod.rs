@@ -4,6 +4,7 @@
 //! followed by `.gz` or `.zst`) or from `--input-format`; a Parquet file is recognised by its magic bytes
 //! whatever its name, and gzip or zstd compression by theirs.
 
+pub(crate) mod bytes;
 pub mod csv;
 pub mod flat_csv;
 pub mod flat_json;
