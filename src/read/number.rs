@@ -257,15 +257,19 @@ fn eisel_lemire(mantissa: u64, exponent: i64) -> Option<f64> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn numbers_parse_to_the_same_bits_as_the_standard_parser() {
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
+    /// A reproducible stream of pseudo-random words (Marsaglia's xorshift64).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    #[test]
+    fn numbers_parse_to_the_same_bits_as_the_standard_parser() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
             let bits = next();
             let x = f64::from_bits(bits);
@@ -296,13 +300,7 @@ mod tests {
 
     #[test]
     fn long_mantissas_at_every_exponent_match_the_standard_parser() {
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for exponent in LEMIRE_MIN_EXPONENT..=LEMIRE_MAX_EXPONENT {
             for digits in 15..=19u32 {
                 for _ in 0..2_000 {
