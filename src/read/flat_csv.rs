@@ -183,13 +183,9 @@ fn scan(
                 _ => None,
             };
             let (kind, value) = match number {
-                Some((Number::Int(v), end)) => {
+                Some((number, end)) => {
                     i = end;
-                    (INT, v as u64)
-                }
-                Some((Number::Float(v), end)) => {
-                    i = end;
-                    (FLOAT, v.to_bits())
+                    number_cell(number)
                 }
                 None => {
                     i = find_either(bytes, i, to, separator, b'\n');
@@ -223,6 +219,15 @@ fn scan(
     })
 }
 
+/// A number cell's kind and value (see [`ColumnScan::values`]).
+#[inline]
+fn number_cell(number: Number) -> (u8, u64) {
+    match number {
+        Number::Int(v) => (INT, v as u64),
+        Number::Float(v) => (FLOAT, v.to_bits()),
+    }
+}
+
 /// The kind polars' inference gives a cell, and its value when a number or boolean (see
 /// [`Scan::values`]); `None` for the forms left to polars.
 #[inline]
@@ -238,10 +243,8 @@ fn cell_value(cell_text: &str) -> Option<(u8, u64)> {
     }
     if first.is_ascii_digit() || first == b'-' {
         // Most numbers are in JSON's grammar, which polars reads as integers or floats alike: one pass.
-        match parse_whole_number(cell_text) {
-            Some(Number::Int(v)) => return Some((INT, v as u64)),
-            Some(Number::Float(v)) => return Some((FLOAT, v.to_bits())),
-            None => {}
+        if let Some(number) = parse_whole_number(cell_text) {
+            return Some(number_cell(number));
         }
     }
     if first.is_ascii_digit() || first == b'-' || first == b'.' {

@@ -2,8 +2,9 @@
 //! column was made. A number column whose values zstd cannot shrink (a sample of the first row group saves
 //! under [`MIN_ZSTD_SAVING`] of its bytes: the full-precision floats of timings, losses and the MFU columns
 //! themselves) is stored uncompressed, since compressing it costs time and saves next to nothing; Parquet
-//! records the codec per column chunk, so every reader handles the mix. The metadata goes into the Arrow schema (so pyarrow shows it in `schema.metadata`) and
-//! into the file footer (so any Parquet reader sees it). Columns of a row group are encoded in parallel
+//! records the codec per column chunk, so every reader handles the mix. The metadata goes into the Arrow
+//! schema (so pyarrow shows it in `schema.metadata`) and into the file footer (so any Parquet reader sees
+//! it). Columns of a row group are encoded in parallel
 //! (rayon) and appended in schema order, so the bytes do not depend on the number of threads.
 
 use std::io::Write;
