@@ -13,12 +13,15 @@
 //! the first [`super::csv::INFER_ROWS`] rows unless a later cell does not fit them, in which case polars
 //! infers again from every row, and so does this reader.
 //!
-//! The rows are cut into pieces at line ends and scanned in parallel (field bounds and cell kinds), then
-//! each column is converted in parallel.
+//! The rows are cut into pieces at line ends and scanned in parallel (cell kinds and number values, and
+//! the bounds of text cells), then each column is built in parallel, a chunk per piece.
 
+use std::borrow::Cow;
+
+use bytemuck::allocation::cast_vec;
 use polars::prelude::*;
-use polars_arrow::array::MutableBinaryViewArray;
-use polars_arrow::bitmap::MutableBitmap;
+use polars_arrow::array::{BooleanArray, MutableBinaryViewArray, PrimitiveArray};
+use polars_arrow::bitmap::Bitmap;
 use rayon::prelude::*;
 
 use super::bytes::find_either;
@@ -36,6 +39,17 @@ const TEXT: u8 = 8;
 
 /// Parses a header and rows into a frame, or `None` when polars should read them instead.
 pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame> {
+    let pieces = (bytes.len() / PIECE_BYTES).clamp(1, rayon::current_num_threads().max(1) * 4);
+    parse_in_pieces(bytes, separator, infer_rows, pieces)
+}
+
+/// [`parse`], with the rows cut into about `pieces` pieces.
+fn parse_in_pieces(
+    bytes: &[u8],
+    separator: u8,
+    infer_rows: usize,
+    pieces: usize,
+) -> Option<DataFrame> {
     if memchr::memchr2(b'"', b'\r', bytes).is_some() {
         return None;
     }
@@ -49,10 +63,7 @@ pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame
     }
     let body_start = (header_end + 1).min(bytes.len());
     let body = &bytes[body_start..];
-    let pieces = super::jsonl::line_ranges(
-        body,
-        (body.len() / PIECE_BYTES).clamp(1, rayon::current_num_threads().max(1) * 4),
-    );
+    let pieces = super::jsonl::line_ranges(body, pieces);
     let width = names.len();
     let scanned: Vec<Scan> = pieces
         .into_par_iter()
@@ -61,7 +72,7 @@ pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame
             scan(text, from, to, separator, width, infer_rows)
         })
         .collect::<Option<_>>()?;
-    let rows: usize = scanned.iter().map(|s| s.rows).sum();
+    let rows: usize = scanned.iter().map(|s| s.place.rows).sum();
     if rows == 0 {
         return None;
     }
@@ -74,14 +85,14 @@ pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame
             all[c] |= column.kinds;
         }
         if seen_rows < infer_rows {
-            let take = (infer_rows - seen_rows).min(s.rows);
+            let take = (infer_rows - seen_rows).min(s.place.rows);
             for r in 0..take {
                 for (c, kinds) in head.iter_mut().enumerate() {
                     *kinds |= s.head_kinds[r * width + c];
                 }
             }
         }
-        seen_rows += s.rows;
+        seen_rows += s.place.rows;
     }
     // polars reads with the types of the first rows; if any cell does not fit, it infers every column
     // again from all rows.
@@ -91,9 +102,25 @@ pub fn parse(bytes: &[u8], separator: u8, infer_rows: usize) -> Option<DataFrame
     } else {
         all.iter().map(|k| column_type(*k)).collect()
     };
-    let columns: Vec<Column> = (0..width)
+    // Piece by piece to column by column, so each column's buffers can move into its chunks.
+    let places: Vec<Place> = scanned.iter().map(|s| s.place).collect();
+    let mut by_column: Vec<Vec<ColumnScan>> = (0..width)
+        .map(|_| Vec::with_capacity(scanned.len()))
+        .collect();
+    for s in scanned {
+        for (parts, column) in by_column.iter_mut().zip(s.columns) {
+            parts.push(column);
+        }
+    }
+    let cells = Cells {
+        text,
+        separator,
+        places: &places,
+    };
+    let columns: Vec<Column> = by_column
         .into_par_iter()
-        .map(|c| convert(text, &scanned, c, names[c], &types[c], rows))
+        .enumerate()
+        .map(|(c, parts)| convert(&cells, c, parts, names[c], &types[c]))
         .collect::<Option<_>>()?;
     DataFrame::new(rows, columns).ok()
 }
@@ -121,11 +148,19 @@ fn fits(dtype: &DataType, kinds: u8) -> bool {
 
 /// One piece's rows, column by column.
 struct Scan {
-    rows: usize,
+    place: Place,
     columns: Vec<ColumnScan>,
     /// The kind of each cell of the piece's first `infer_rows` rows, row by row (the first rows of the
     /// input decide the types).
     head_kinds: Vec<u8>,
+}
+
+/// Where a piece's rows are: byte offsets into the whole input, and how many rows.
+#[derive(Clone, Copy)]
+struct Place {
+    from: usize,
+    to: usize,
+    rows: usize,
 }
 
 /// One column of a piece.
@@ -134,10 +169,13 @@ struct ColumnScan {
     kinds: u8,
     /// Whether a cell is empty (null).
     has_empty: bool,
-    /// Each cell's value when it is a number or boolean: i64 for integers, f64 bits for floats.
+    /// Each cell's value when it is a number or boolean: i64 for integers, f64 bits for floats. A column
+    /// of one number kind becomes its chunk of the frame without a copy.
     values: Vec<u64>,
-    /// Each cell's start and end (byte offsets into the whole input), for text and "-0".
-    bounds: Vec<(u32, u32)>,
+    /// Each cell's start and end (byte offsets into the whole input), kept only once the piece shows text
+    /// or an empty cell in the column (the cells before are found again then). Number columns, most of a
+    /// log, skip it; the rare one that needs its text later ([`Cells::bounds`]) finds it again.
+    bounds: Option<Vec<(u32, u32)>>,
 }
 
 /// Scans `text[from..to]` (whole lines); `None` on a line polars should judge.
@@ -159,7 +197,7 @@ fn scan(
             kinds: EMPTY,
             has_empty: false,
             values: Vec::with_capacity(estimate),
-            bounds: Vec::with_capacity(estimate),
+            bounds: None,
         })
         .collect();
     let mut head_kinds = Vec::new();
@@ -194,9 +232,16 @@ fn scan(
             };
             let col = &mut columns[column];
             col.kinds |= kind;
-            col.has_empty |= kind == EMPTY;
             col.values.push(value);
-            col.bounds.push((start as u32, i as u32));
+            if kind == EMPTY || kind == TEXT {
+                col.has_empty |= kind == EMPTY;
+                if col.bounds.is_none() {
+                    col.bounds = Some(cell_bounds(bytes, from, to, rows, separator, column));
+                }
+            }
+            if let Some(bounds) = &mut col.bounds {
+                bounds.push((start as u32, i as u32));
+            }
             if rows < infer_rows {
                 head_kinds.push(kind);
             }
@@ -213,10 +258,37 @@ fn scan(
         i += 1; // the newline
     }
     Some(Scan {
-        rows,
+        place: Place { from, to, rows },
         columns,
         head_kinds,
     })
+}
+
+/// The start and end of cell `column` in each of the `rows` lines from `from` (lines already scanned,
+/// so each has the cell).
+fn cell_bounds(
+    bytes: &[u8],
+    from: usize,
+    to: usize,
+    rows: usize,
+    separator: u8,
+    column: usize,
+) -> Vec<(u32, u32)> {
+    let mut bounds = Vec::with_capacity(rows);
+    let mut i = from;
+    for _ in 0..rows {
+        for _ in 0..column {
+            i = find_either(bytes, i, to, separator, b'\n') + 1;
+        }
+        let end = find_either(bytes, i, to, separator, b'\n');
+        bounds.push((i as u32, end as u32));
+        i = end;
+        if i < to && bytes[i] != b'\n' {
+            i += memchr::memchr(b'\n', &bytes[i..to]).map_or(to - i, |n| n);
+        }
+        i += 1;
+    }
+    bounds
 }
 
 /// A number cell's kind and value (see [`ColumnScan::values`]).
@@ -346,88 +418,107 @@ fn float_form(b: &[u8]) -> Form {
     }
 }
 
-/// Column `c` of every piece as a polars column of `dtype`.
+/// The input text, for the cells a column needs again.
+struct Cells<'a> {
+    text: &'a str,
+    separator: u8,
+    places: &'a [Place],
+}
+
+impl Cells<'_> {
+    /// The bounds of column `c`'s cells in piece `piece`: kept by the scan, or found again.
+    fn bounds<'b>(&self, piece: usize, c: usize, part: &'b ColumnScan) -> Cow<'b, [(u32, u32)]> {
+        match &part.bounds {
+            Some(bounds) => Cow::Borrowed(bounds),
+            None => {
+                let p = self.places[piece];
+                let bytes = self.text.as_bytes();
+                Cow::Owned(cell_bounds(bytes, p.from, p.to, p.rows, self.separator, c))
+            }
+        }
+    }
+
+    /// Nulls where a piece's cells are empty (no bitmap when none is).
+    fn validity(&self, piece: usize, c: usize, part: &ColumnScan) -> Option<Bitmap> {
+        part.has_empty.then(|| {
+            let bounds = self.bounds(piece, c, part);
+            bounds.iter().map(|&(a, b)| a != b).collect()
+        })
+    }
+}
+
+/// Column `c` (its `parts`, one per piece) as a polars column of `dtype`, a chunk per piece. Number
+/// columns hand their values over without a copy.
 fn convert(
-    text: &str,
-    scanned: &[Scan],
+    cells: &Cells,
     c: usize,
+    parts: Vec<ColumnScan>,
     name: &str,
     dtype: &DataType,
-    rows: usize,
 ) -> Option<Column> {
     let name: PlSmallStr = name.into();
-    let parts = || scanned.iter().map(|s| &s.columns[c]);
-    let any_empty = parts().any(|p| p.has_empty);
-    // Nulls where cells are empty (no bitmap when none is).
-    let validity = || -> Option<polars_arrow::bitmap::Bitmap> {
-        any_empty.then(|| {
-            let mut valid = MutableBitmap::with_capacity(rows);
-            for p in parts() {
-                for &(a, b) in &p.bounds {
-                    valid.push(a != b);
-                }
-            }
-            valid.into()
-        })
-    };
+    let bytes = cells.text.as_bytes();
     let series = match dtype {
         DataType::Int64 => {
-            let mut values: Vec<i64> = Vec::with_capacity(rows);
-            for p in parts() {
-                values.extend(p.values.iter().map(|v| *v as i64));
-            }
-            Int64Chunked::from_vec_validity(name, values, validity()).into_series()
+            let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
+                let validity = cells.validity(piece, c, &part);
+                let values: Vec<i64> = cast_vec(part.values);
+                PrimitiveArray::new(ArrowDataType::Int64, values.into(), validity)
+            });
+            Int64Chunked::from_chunk_iter(name, chunks).into_series()
         }
         DataType::Float64 => {
-            let mut values: Vec<f64> = Vec::with_capacity(rows);
-            for p in parts() {
-                if p.kinds & INT == 0 {
-                    values.extend(p.values.iter().map(|v| f64::from_bits(*v)));
-                    continue;
-                }
-                // Integers and floats mixed: an integer cell (`-?\d+`) holds an i64, a float cell (which
-                // has a point or an exponent) f64 bits.
-                for (v, &(a, b)) in p.values.iter().zip(&p.bounds) {
-                    let cell = &text.as_bytes()[a as usize..b as usize];
-                    let is_int =
-                        !cell.is_empty() && !cell.iter().any(|d| matches!(d, b'.' | b'e' | b'E'));
-                    values.push(if !is_int {
-                        f64::from_bits(*v)
-                    } else if *v == 0 && text.as_bytes()[a as usize] == b'-' {
-                        -0.0 // "-0" read as a float is negative zero
-                    } else {
-                        *v as i64 as f64
-                    });
-                }
-            }
-            Float64Chunked::from_vec_validity(name, values, validity()).into_series()
+            let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
+                let validity = cells.validity(piece, c, &part);
+                let values: Vec<f64> = if part.kinds & INT == 0 {
+                    cast_vec(part.values)
+                } else {
+                    // Integers among the floats: an integer cell (`-?\d+`) holds an i64, a float cell
+                    // (which has a point or an exponent) f64 bits.
+                    let bounds = cells.bounds(piece, c, &part);
+                    part.values
+                        .iter()
+                        .zip(bounds.iter())
+                        .map(|(v, &(a, b))| {
+                            let cell = &bytes[a as usize..b as usize];
+                            let is_int = !cell.is_empty()
+                                && !cell.iter().any(|d| matches!(d, b'.' | b'e' | b'E'));
+                            if !is_int {
+                                f64::from_bits(*v)
+                            } else if *v == 0 && cell[0] == b'-' {
+                                -0.0 // "-0" read as a float is negative zero
+                            } else {
+                                *v as i64 as f64
+                            }
+                        })
+                        .collect()
+                };
+                PrimitiveArray::new(ArrowDataType::Float64, values.into(), validity)
+            });
+            Float64Chunked::from_chunk_iter(name, chunks).into_series()
         }
         DataType::Boolean => {
-            let mut values = MutableBitmap::with_capacity(rows);
-            for p in parts() {
-                for v in &p.values {
-                    values.push(*v == 1);
-                }
-            }
-            let arr = polars_arrow::array::BooleanArray::new(
-                ArrowDataType::Boolean,
-                values.into(),
-                validity(),
-            );
-            BooleanChunked::with_chunk(name, arr).into_series()
+            let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
+                let values: Bitmap = part.values.iter().map(|v| *v == 1).collect();
+                let validity = cells.validity(piece, c, &part);
+                BooleanArray::new(ArrowDataType::Boolean, values, validity)
+            });
+            BooleanChunked::from_chunk_iter(name, chunks).into_series()
         }
         _ => {
-            let mut values = MutableBinaryViewArray::<str>::with_capacity(rows);
-            for p in parts() {
-                for &(a, b) in &p.bounds {
+            let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
+                let bounds = cells.bounds(piece, c, &part);
+                let mut values = MutableBinaryViewArray::<str>::with_capacity(bounds.len());
+                for &(a, b) in bounds.iter() {
                     if a == b {
                         values.push_null();
                     } else {
-                        values.push_value(&text[a as usize..b as usize]);
+                        values.push_value(&cells.text[a as usize..b as usize]);
                     }
                 }
-            }
-            StringChunked::with_chunk(name, values.into()).into_series()
+                values.freeze()
+            });
+            StringChunked::from_chunk_iter(name, chunks).into_series()
         }
     };
     Some(series.into_column())
@@ -496,6 +587,42 @@ mod tests {
     }
 
     #[test]
+    fn cells_a_column_needs_again_are_found_in_pieces_that_did_not_keep_them() {
+        // Piece by piece: `a` is numbers, then text; `b` integers (one "-0"), then floats; `c` has a
+        // blank late in a number column, so the cells before it are found again.
+        let mut text = String::from("a,b,c\n");
+        for i in 0..40 {
+            let a = if i < 30 {
+                i.to_string()
+            } else {
+                format!("x{i}")
+            };
+            let b = match i {
+                3 => "-0".to_string(),
+                i if i < 30 => i.to_string(),
+                i => format!("{i}.25"),
+            };
+            let c = if i == 25 {
+                String::new()
+            } else {
+                format!("{i}.5")
+            };
+            text.push_str(&format!("{a},{b},{c}\n"));
+        }
+        for pieces in [1, 2, 4, 9] {
+            let ours = parse_in_pieces(text.as_bytes(), b',', 100, pieces).unwrap();
+            assert_same(&ours, &polars_like_mfu(text.as_bytes(), 100));
+            let b = ours.column("b").unwrap().f64().unwrap();
+            assert!(b.get(3).unwrap().is_sign_negative(), "-0 is negative zero");
+            assert_eq!(ours.column("c").unwrap().null_count(), 1);
+        }
+        assert_eq!(
+            cell_bounds(b"1,22,3\n4,,6\n", 0, 12, 2, b',', 1),
+            vec![(2, 4), (9, 9)]
+        );
+    }
+
+    #[test]
     fn what_polars_must_read_is_left_to_it() {
         for text in [
             "a,b\n\"x\",1\n",
@@ -542,9 +669,12 @@ mod tests {
             }
             // Cells of the forms left to polars make the reader give up; every other file is read.
             let left = cells.iter().flatten().any(|c| cell_value(c).is_none());
-            match parse(text.as_bytes(), b',', infer) {
-                Some(ours) => assert_same(&ours, &polars_like_mfu(text.as_bytes(), infer)),
-                None => assert!(left, "gave up on {text:?}"),
+            // One piece, and a piece every few rows (cells of a kind in one piece and not another).
+            for pieces in [1, 7] {
+                match parse_in_pieces(text.as_bytes(), b',', infer, pieces) {
+                    Some(ours) => assert_same(&ours, &polars_like_mfu(text.as_bytes(), infer)),
+                    None => assert!(left, "gave up on {text:?}"),
+                }
             }
         }
     }
