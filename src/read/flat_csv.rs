@@ -20,12 +20,13 @@ use std::borrow::Cow;
 
 use bytemuck::allocation::cast_vec;
 use polars::prelude::*;
-use polars_arrow::array::{BooleanArray, MutableBinaryViewArray, PrimitiveArray};
+use polars_arrow::array::{BooleanArray, PrimitiveArray};
 use polars_arrow::bitmap::Bitmap;
 use rayon::prelude::*;
 
 use super::bytes::find_either;
 use super::number::{parse_f64, parse_number_at, parse_whole_number, Number};
+use super::text_column::TextColumn;
 
 /// Bytes per parallel piece.
 const PIECE_BYTES: usize = 2 << 20;
@@ -508,7 +509,7 @@ fn convert(
         _ => {
             let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
                 let bounds = cells.bounds(piece, c, &part);
-                let mut values = MutableBinaryViewArray::<str>::with_capacity(bounds.len());
+                let mut values = TextColumn::with_capacity(bounds.len());
                 for &(a, b) in bounds.iter() {
                     if a == b {
                         values.push_null();
@@ -516,7 +517,7 @@ fn convert(
                         values.push_value(&cells.text[a as usize..b as usize]);
                     }
                 }
-                values.freeze()
+                values.finish()
             });
             StringChunked::from_chunk_iter(name, chunks).into_series()
         }

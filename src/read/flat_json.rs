@@ -12,12 +12,12 @@
 //! joined, column by column.
 
 use polars::prelude::*;
-use polars_arrow::array::MutableBinaryViewArray;
 use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
 use super::bytes::find_either;
 use super::number::{parse_number_at, Number};
+use super::text_column::TextColumn;
 
 /// Bytes per parallel piece: small inputs are parsed on the calling thread.
 const PIECE_BYTES: usize = 4 << 20;
@@ -50,7 +50,7 @@ enum Values {
     Int(Vec<i64>, MutableBitmap),
     Float(Vec<f64>, MutableBitmap),
     Bool(Vec<bool>, MutableBitmap),
-    Str(MutableBinaryViewArray<str>),
+    Str(TextColumn),
 }
 
 /// The type a column's values have (joined over pieces).
@@ -154,7 +154,7 @@ impl ColumnBuilder {
                 Cell::Float(_) => Values::Float(vec![0.0; nulls], bitmap()),
                 Cell::Bool(_) => Values::Bool(vec![false; nulls], bitmap()),
                 Cell::Str(_) | Cell::Owned(_) => {
-                    let mut a = MutableBinaryViewArray::with_capacity(nulls + 1024);
+                    let mut a = TextColumn::with_capacity(nulls + 1024);
                     for _ in 0..nulls {
                         a.push_null();
                     }
@@ -238,7 +238,7 @@ impl ColumnBuilder {
                 );
                 BooleanChunked::with_chunk(name, arr).into_series()
             }
-            (Values::Str(a), _) => StringChunked::with_chunk(name, a.into()).into_series(),
+            (Values::Str(a), _) => StringChunked::with_chunk(name, a.finish()).into_series(),
         };
         series.into_column()
     }

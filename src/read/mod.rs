@@ -14,6 +14,7 @@ pub(crate) mod number;
 pub mod parquet;
 pub mod shapes;
 pub mod stream;
+pub(crate) mod text_column;
 
 use std::fmt;
 use std::io::Read;
