@@ -51,10 +51,9 @@ pub(crate) fn parse_number_at(text: &str, start: usize) -> Option<(Number, usize
     let digits_start = i;
     // The significant digits as an integer, and the power of ten that scales them, for the exact path.
     let mut mantissa: u64 = 0;
-    let mut significant = 0;
     match b.get(i) {
         Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => i = eat_digits(b, i, &mut mantissa, &mut significant),
+        Some(b'1'..=b'9') => i = eat_digits(b, i, &mut mantissa),
         _ => return None,
     }
     let int_digits = i - digits_start;
@@ -63,13 +62,16 @@ pub(crate) fn parse_number_at(text: &str, start: usize) -> Option<(Number, usize
     if i < n && b[i] == b'.' {
         i += 1;
         let from = i;
-        i = eat_digits(b, i, &mut mantissa, &mut significant);
+        i = eat_digits(b, i, &mut mantissa);
         if i == from {
             return None;
         }
         exponent -= (i - from) as i64;
         fractional = true;
     }
+    // Leading zeros add nothing to the mantissa, which is exact unless more than 19 digits follow them.
+    let digits = &b[digits_start..i];
+    let exact = digits.len() <= 19 || significant_digits(digits) <= 19;
     if i < n && (b[i] == b'e' || b[i] == b'E') {
         i += 1;
         let mut sign = 1;
@@ -102,7 +104,7 @@ pub(crate) fn parse_number_at(text: &str, start: usize) -> Option<(Number, usize
     // f64, so one multiplication or division rounds correctly. Longer mantissas (the 16 and 17 digits of
     // a float printed in full) go through Eisel-Lemire, and what that cannot settle to the standard
     // parser.
-    if significant <= 19 && mantissa <= 1 << 53 && (-22..=22).contains(&exponent) {
+    if exact && mantissa <= 1 << 53 && (-22..=22).contains(&exponent) {
         let m = mantissa as f64;
         let v = if exponent < 0 {
             m / POWERS_OF_TEN[(-exponent) as usize]
@@ -111,7 +113,7 @@ pub(crate) fn parse_number_at(text: &str, start: usize) -> Option<(Number, usize
         };
         return Some((Number::Float(if negative { -v } else { v }), i));
     }
-    if significant <= 19 && mantissa != 0 {
+    if exact && mantissa != 0 {
         if let Some(v) = eisel_lemire(mantissa, exponent) {
             return Some((Number::Float(if negative { -v } else { v }), i));
         }
@@ -120,44 +122,76 @@ pub(crate) fn parse_number_at(text: &str, start: usize) -> Option<(Number, usize
     v.is_finite().then_some((Number::Float(v), i))
 }
 
-/// Reads the digits from `i` into `mantissa` (wrapping once past 19 significant digits, which
-/// `significant` counts, leading zeros not included); returns where they end. Eight digits at a time where
-/// it can (the SWAR method of fast_float: check and convert eight ASCII digits in a few word operations).
+/// Reads the digits from `i` into `mantissa` (wrapping past 19 significant digits: the caller checks);
+/// returns where they end. Eight bytes at a time where eight remain (the SWAR method of fast_float: check
+/// and convert eight ASCII digits in a few word operations), the last word's digits included: a number's
+/// final digits are followed by the byte that ends it, so they are found and converted in the same word
+/// instead of one by one.
 #[inline]
-fn eat_digits(b: &[u8], mut i: usize, mantissa: &mut u64, significant: &mut u32) -> usize {
+fn eat_digits(b: &[u8], mut i: usize, mantissa: &mut u64) -> usize {
     while let Some(chunk) = b.get(i..i + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        // Every byte in '0'..='9': no byte above 0x39 (adding 0x46 sets bit 7) or below 0x30.
-        let all_digits = (word.wrapping_add(0x4646_4646_4646_4646)
+        // A byte is a digit unless it is above 0x39 (adding 0x46 sets its bit 7) or below 0x30 (subtracting
+        // 0x30 does). Borrows and carries only run towards later bytes, so the flag of the first
+        // non-digit byte, and the digits before it, are exact.
+        let not_digits = (word.wrapping_add(0x4646_4646_4646_4646)
             | word.wrapping_sub(0x3030_3030_3030_3030))
-            & 0x8080_8080_8080_8080
-            == 0;
-        if !all_digits {
-            break;
+            & 0x8080_8080_8080_8080;
+        let digits = (not_digits.trailing_zeros() / 8) as usize;
+        if digits == 0 {
+            return i;
         }
-        let mut v = word - 0x3030_3030_3030_3030;
-        v = v.wrapping_mul(10) + (v >> 8);
-        let v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(0x000F_4240_0000_0064)
-            + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(0x0000_2710_0000_0001))
-            >> 32;
-        if *mantissa != 0 {
-            *significant += 8;
-        } else if v != 0 {
-            *significant += v.ilog10() + 1;
+        // The digits moved to the word's end, zeros (leading zeros of an eight-digit number) before them.
+        let values = word.wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - digits));
+        let v = eight_digits(values);
+        *mantissa = mantissa
+            .wrapping_mul(POWERS_OF_TEN_U64[digits])
+            .wrapping_add(v);
+        i += digits;
+        if digits < 8 {
+            return i;
         }
-        *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(v);
-        i += 8;
     }
     while i < b.len() && b[i].is_ascii_digit() {
-        let d = b[i];
-        if *mantissa != 0 || d != b'0' {
-            *significant += 1;
-        }
-        *mantissa = mantissa.wrapping_mul(10).wrapping_add((d - b'0') as u64);
+        *mantissa = mantissa.wrapping_mul(10).wrapping_add((b[i] - b'0') as u64);
         i += 1;
     }
     i
 }
+
+/// The digits of `digits` (digits and at most one point) after its leading zeros.
+fn significant_digits(digits: &[u8]) -> usize {
+    let first = digits
+        .iter()
+        .position(|d| !matches!(d, b'0' | b'.'))
+        .unwrap_or(digits.len());
+    digits[first..]
+        .iter()
+        .filter(|d| d.is_ascii_digit())
+        .count()
+}
+
+/// The value of eight digit values (0-9) in a word, the first in its lowest byte.
+#[inline]
+fn eight_digits(mut v: u64) -> u64 {
+    v = v.wrapping_mul(10) + (v >> 8);
+    ((v & 0x0000_00FF_0000_00FF).wrapping_mul(0x000F_4240_0000_0064)
+        + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(0x0000_2710_0000_0001))
+        >> 32
+}
+
+/// 10^0 ..= 10^8.
+const POWERS_OF_TEN_U64: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
 
 /// 10^0 ..= 10^22, each exact in f64.
 const POWERS_OF_TEN: [f64; 23] = [
@@ -270,7 +304,7 @@ mod tests {
     #[test]
     fn numbers_parse_to_the_same_bits_as_the_standard_parser() {
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-        for _ in 0..200_000 {
+        for _ in 0..100_000 {
             let bits = next();
             let x = f64::from_bits(bits);
             let small = (bits % 1_000_000_007) as f64 / 10f64.powi((bits % 12) as i32);
@@ -285,13 +319,21 @@ mod tests {
                     format!("{v:.17}"),
                 ] {
                     let want: f64 = text.parse().unwrap();
-                    match parse_number_at(&text, 0) {
-                        Some((Number::Float(got), end)) => {
-                            assert_eq!(end, text.len(), "{text}");
-                            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+                    // Alone, and followed by what ends a number in a log (digits in the same
+                    // eight-byte word as its last digits must not be taken for its own).
+                    for suffix in ["", ",123456789", "}\n{\"a\":12", "\u{e9}99"] {
+                        let line = format!("{text}{suffix}");
+                        match parse_number_at(&line, 0) {
+                            Some((Number::Float(got), end)) => {
+                                assert_eq!(end, text.len(), "{line}");
+                                assert_eq!(got.to_bits(), want.to_bits(), "{line}");
+                            }
+                            Some((Number::Int(got), end)) => {
+                                assert_eq!(end, text.len(), "{line}");
+                                assert_eq!(got as f64, want, "{line}");
+                            }
+                            _ => panic!("{line} not read"),
                         }
-                        Some((Number::Int(got), _)) => assert_eq!(got as f64, want, "{text}"),
-                        _ => panic!("{text} not read"),
                     }
                 }
             }
@@ -339,6 +381,26 @@ mod tests {
         match parse_number_at(text, 0) {
             Some((Number::Float(v), 4)) => assert_eq!(v, 12.5),
             _ => panic!("12.5 not read"),
+        }
+        // Past 19 digits, leading zeros do not count; significant ones send it to the standard parser.
+        for text in [
+            "0.000000000000000000001234",
+            "0.0000000000000000000012345678901234567",
+            "0.12345678901234567890123",
+            "12345678901234567890.5",
+            "-0.00000000000000000000000000000001e3",
+        ] {
+            match parse_number_at(text, 0) {
+                Some((Number::Float(v), end)) => {
+                    assert_eq!(end, text.len());
+                    assert_eq!(
+                        v.to_bits(),
+                        text.parse::<f64>().unwrap().to_bits(),
+                        "{text}"
+                    );
+                }
+                _ => panic!("{text} not read"),
+            }
         }
         assert!(parse_number_at("-x", 0).is_none());
         assert!(parse_whole_number("0123").is_none());
