@@ -9,9 +9,15 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// New bytes that make [`PendingFile::start_writeback`] hand them to the disk.
+pub const WRITEBACK_BYTES: u64 = 4 << 20;
+
 /// A file being written, not yet visible under its final name.
 pub struct PendingFile {
     inner: Inner,
+    /// Bytes already handed to the disk by [`PendingFile::start_writeback`].
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    written_back: u64,
 }
 
 enum Inner {
@@ -46,6 +52,7 @@ impl PendingFile {
                 Ok(file) => {
                     return Ok(PendingFile {
                         inner: Inner::Anonymous { file, dir },
+                        written_back: 0,
                     })
                 }
                 // File systems without O_TMPFILE support fall back to a named temporary file.
@@ -67,6 +74,7 @@ impl PendingFile {
             .tempfile_in(&dir)?;
         Ok(PendingFile {
             inner: Inner::Named(tmp),
+            written_back: 0,
         })
     }
 
@@ -76,6 +84,39 @@ impl PendingFile {
             #[cfg(target_os = "linux")]
             Inner::Anonymous { file, .. } => file,
             Inner::Named(tmp) => tmp.as_file_mut(),
+        }
+    }
+
+    /// Starts writing what the file holds so far to disk, without waiting for it, once at least
+    /// [`WRITEBACK_BYTES`] are new since the last call: a large output then reaches the disk while the rest
+    /// is computed, and the sync in [`PendingFile::publish`] has little left to wait for (on this
+    /// project's machine it had been 50-70 ms of a 0.85 s run). Linux only; elsewhere, and on any error,
+    /// nothing happens (the sync still makes the file durable).
+    pub fn start_writeback(&mut self) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::io::AsRawFd;
+            let file = self.file();
+            let Ok(len) = file.metadata().map(|m| m.len()) else {
+                return;
+            };
+            let from = self.written_back;
+            if len < from + WRITEBACK_BYTES {
+                return;
+            }
+            let fd = self.file().as_raw_fd();
+            // SAFETY: a plain system call on a file descriptor this value owns, with no memory passed.
+            let started = unsafe {
+                libc::sync_file_range(
+                    fd,
+                    from as libc::off64_t,
+                    (len - from) as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+            if started == 0 {
+                self.written_back = len;
+            }
         }
     }
 
@@ -165,6 +206,30 @@ pub fn write_bytes(path: &Path, bytes: &[u8], force: bool) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn writeback_starts_past_the_threshold_and_the_file_stays_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.bin");
+        let mut pending = PendingFile::beside(&path).unwrap();
+        let chunk = vec![7u8; (WRITEBACK_BYTES / 2) as usize];
+        pending.file().write_all(&chunk).unwrap();
+        pending.start_writeback();
+        assert_eq!(
+            pending.written_back, 0,
+            "below the threshold nothing starts"
+        );
+        pending.file().write_all(&chunk).unwrap();
+        pending.file().write_all(b"tail").unwrap();
+        pending.start_writeback();
+        if cfg!(target_os = "linux") {
+            assert_eq!(pending.written_back, WRITEBACK_BYTES + 4);
+        }
+        pending.publish(&path, false).unwrap();
+        let read = std::fs::read(&path).unwrap();
+        assert_eq!(read.len() as u64, WRITEBACK_BYTES + 4);
+        assert!(read.ends_with(b"tail") && read[..10] == [7u8; 10]);
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -134,6 +134,7 @@ impl Sink {
                     _ => super::jsonl::write_jsonl(&mut df, out),
                 };
                 written?;
+                self.pending.start_writeback();
             }
             Writer::Parquet(_) => {
                 self.buffered_rows += df.height();
@@ -221,6 +222,7 @@ impl Sink {
             file.started(&batch, &self.metadata)
                 .and_then(|stream| stream.write_row_group(&batch))
                 .map_err(|e| encode(&e))?;
+            self.pending.start_writeback();
             start += len;
         }
         self.buffered_rows = rows.height() - start;
