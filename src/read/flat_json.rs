@@ -47,10 +47,48 @@ pub fn parse(bytes: &[u8]) -> Option<DataFrame> {
 enum Values {
     /// Only nulls so far.
     Null,
-    Int(Vec<i64>, MutableBitmap),
-    Float(Vec<f64>, MutableBitmap),
-    Bool(Vec<bool>, MutableBitmap),
+    Int(Vec<i64>, Validity),
+    Float(Vec<f64>, Validity),
+    Bool(Vec<bool>, Validity),
     Str(TextColumn),
+}
+
+/// Which of a column's values are set: no bitmap until the first null, since most columns of a log have
+/// none and pushing a bit per value costs about as much as the value.
+#[derive(Default)]
+struct Validity(Option<MutableBitmap>);
+
+impl Validity {
+    #[inline]
+    fn push_valid(&mut self) {
+        if let Some(bits) = &mut self.0 {
+            bits.push(true);
+        }
+    }
+
+    /// A null after `len` values.
+    #[inline]
+    fn push_null(&mut self, len: usize) {
+        self.extend_nulls(len, 1);
+    }
+
+    /// `n` nulls after `len` values.
+    fn extend_nulls(&mut self, len: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.0
+            .get_or_insert_with(|| {
+                let mut bits = MutableBitmap::with_capacity(len + n + 1024);
+                bits.extend_constant(len, true);
+                bits
+            })
+            .extend_constant(n, false);
+    }
+
+    fn finish(self) -> Option<polars_arrow::bitmap::Bitmap> {
+        self.0.map(Into::into)
+    }
 }
 
 /// The type a column's values have (joined over pieces).
@@ -121,16 +159,16 @@ impl ColumnBuilder {
         match &mut self.values {
             Values::Null => {}
             Values::Int(v, valid) => {
+                valid.extend_nulls(v.len(), missing);
                 v.resize(row, 0);
-                valid.extend_constant(missing, false);
             }
             Values::Float(v, valid) => {
+                valid.extend_nulls(v.len(), missing);
                 v.resize(row, 0.0);
-                valid.extend_constant(missing, false);
             }
             Values::Bool(v, valid) => {
+                valid.extend_nulls(v.len(), missing);
                 v.resize(row, false);
-                valid.extend_constant(missing, false);
             }
             Values::Str(a) => {
                 for _ in 0..missing {
@@ -150,9 +188,9 @@ impl ColumnBuilder {
         if matches!(self.values, Values::Null) {
             let nulls = self.len;
             let bitmap = || {
-                let mut b = MutableBitmap::with_capacity(nulls + 1024);
-                b.extend_constant(nulls, false);
-                b
+                let mut valid = Validity::default();
+                valid.extend_nulls(0, nulls);
+                valid
             };
             self.values = match cell {
                 Cell::Null => Values::Null,
@@ -172,41 +210,41 @@ impl ColumnBuilder {
             (Values::Null, Cell::Null) => {}
             (Values::Int(v, valid), Cell::Int(x)) => {
                 v.push(x);
-                valid.push(true);
+                valid.push_valid();
             }
             (Values::Int(v, valid), Cell::Float(x)) => {
                 // A fractional value after integers: the column becomes Float64, as polars makes it.
                 let mut floats: Vec<f64> = v.iter().map(|i| *i as f64).collect();
                 floats.push(x);
                 let mut valid = std::mem::take(valid);
-                valid.push(true);
+                valid.push_valid();
                 self.values = Values::Float(floats, valid);
             }
             (Values::Float(v, valid), Cell::Float(x)) => {
                 v.push(x);
-                valid.push(true);
+                valid.push_valid();
             }
             (Values::Float(v, valid), Cell::Int(x)) => {
                 v.push(x as f64);
-                valid.push(true);
+                valid.push_valid();
             }
             (Values::Bool(v, valid), Cell::Bool(x)) => {
                 v.push(x);
-                valid.push(true);
+                valid.push_valid();
             }
             (Values::Str(a), Cell::Str(s)) => a.push_value(s),
             (Values::Str(a), Cell::Owned(s)) => a.push_value(s.as_str()),
             (Values::Int(v, valid), Cell::Null) => {
+                valid.push_null(v.len());
                 v.push(0);
-                valid.push(false);
             }
             (Values::Float(v, valid), Cell::Null) => {
+                valid.push_null(v.len());
                 v.push(0.0);
-                valid.push(false);
             }
             (Values::Bool(v, valid), Cell::Null) => {
+                valid.push_null(v.len());
                 v.push(false);
-                valid.push(false);
             }
             (Values::Str(a), Cell::Null) => a.push_null(),
             _ => return None,
@@ -219,9 +257,7 @@ impl ColumnBuilder {
     fn finish(mut self, rows: usize, kind: Kind) -> Column {
         self.pad(rows);
         let name: PlSmallStr = self.name.as_str().into();
-        let validity = |b: MutableBitmap| -> Option<polars_arrow::bitmap::Bitmap> {
-            (b.unset_bits() > 0).then(|| b.into())
-        };
+        let validity = Validity::finish;
         let series = match (self.values, kind) {
             (Values::Null, Kind::Null) => Series::full_null(name, rows, &DataType::Null),
             (Values::Null, kind) => Series::full_null(name, rows, &kind.dtype()),
