@@ -10,6 +10,7 @@ use polars::prelude::*;
 
 use crate::columns::{FieldValues, Texts};
 use crate::peaks::{Resolved, Resolver, Unresolved};
+use crate::read::text_column::TextColumn;
 
 /// Names of the added columns, in output order.
 pub const RESOLVED_DEVICE: &str = "resolved_device";
@@ -224,7 +225,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
         row_pair.push(idx as u32);
     }
 
-    let mut resolved_device: Vec<Option<&str>> = Vec::with_capacity(n);
+    let mut resolved_device = TextColumn::with_capacity(n);
     let mut peak_col: Vec<Option<f64>> = Vec::with_capacity(n);
     let mut tps_col: Vec<Option<f64>> = Vec::with_capacity(n);
     let mut achieved_col: Vec<Option<f64>> = Vec::with_capacity(n);
@@ -278,7 +279,10 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
             Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
             Some(_) => {}
         }
-        resolved_device.push(resolved.device.as_deref());
+        match resolved.device.as_deref() {
+            Some(device) => resolved_device.push_value(device),
+            None => resolved_device.push_null(),
+        }
         peak_col.push(peak);
         tps_col.push(tps);
         achieved_col.push(achieved);
@@ -309,7 +313,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
         Vec::new()
     };
     let mut columns = vec![
-        Series::new(RESOLVED_DEVICE.into(), resolved_device).into_column(),
+        StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
         f64_column(PEAK_FLOPS_PER_DEVICE, &peak_col),
         f64_column(TOKENS_PER_SECOND, &tps_col),
         f64_column(ACHIEVED_FLOPS_PER_DEVICE, &achieved_col),
