@@ -12,12 +12,12 @@
 //! joined, column by column.
 
 use polars::prelude::*;
-use polars_arrow::bitmap::MutableBitmap;
 use rayon::prelude::*;
 
 use super::bytes::find_either;
 use super::number::{parse_number_at, Number};
 use super::text_column::TextColumn;
+use super::validity::Validity;
 
 /// Bytes per parallel piece: small inputs are parsed on the calling thread.
 const PIECE_BYTES: usize = 4 << 20;
@@ -51,44 +51,6 @@ enum Values {
     Float(Vec<f64>, Validity),
     Bool(Vec<bool>, Validity),
     Str(TextColumn),
-}
-
-/// Which of a column's values are set: no bitmap until the first null, since most columns of a log have
-/// none and pushing a bit per value costs about as much as the value.
-#[derive(Default)]
-struct Validity(Option<MutableBitmap>);
-
-impl Validity {
-    #[inline]
-    fn push_valid(&mut self) {
-        if let Some(bits) = &mut self.0 {
-            bits.push(true);
-        }
-    }
-
-    /// A null after `len` values.
-    #[inline]
-    fn push_null(&mut self, len: usize) {
-        self.extend_nulls(len, 1);
-    }
-
-    /// `n` nulls after `len` values.
-    fn extend_nulls(&mut self, len: usize, n: usize) {
-        if n == 0 {
-            return;
-        }
-        self.0
-            .get_or_insert_with(|| {
-                let mut bits = MutableBitmap::with_capacity(len + n + 1024);
-                bits.extend_constant(len, true);
-                bits
-            })
-            .extend_constant(n, false);
-    }
-
-    fn finish(self) -> Option<polars_arrow::bitmap::Bitmap> {
-        self.0.map(Into::into)
-    }
 }
 
 /// The type a column's values have (joined over pieces).
@@ -187,16 +149,16 @@ impl ColumnBuilder {
         self.pad(row);
         if matches!(self.values, Values::Null) {
             let nulls = self.len;
-            let bitmap = || {
+            let validity = || {
                 let mut valid = Validity::default();
                 valid.extend_nulls(0, nulls);
                 valid
             };
             self.values = match cell {
                 Cell::Null => Values::Null,
-                Cell::Int(_) => Values::Int(vec![0; nulls], bitmap()),
-                Cell::Float(_) => Values::Float(vec![0.0; nulls], bitmap()),
-                Cell::Bool(_) => Values::Bool(vec![false; nulls], bitmap()),
+                Cell::Int(_) => Values::Int(vec![0; nulls], validity()),
+                Cell::Float(_) => Values::Float(vec![0.0; nulls], validity()),
+                Cell::Bool(_) => Values::Bool(vec![false; nulls], validity()),
                 Cell::Str(_) | Cell::Owned(_) => {
                     let mut a = TextColumn::with_capacity(nulls + 1024);
                     for _ in 0..nulls {

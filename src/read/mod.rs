@@ -15,6 +15,7 @@ pub mod parquet;
 pub mod shapes;
 pub mod stream;
 pub(crate) mod text_column;
+pub(crate) mod validity;
 
 use std::fmt;
 use std::io::Read;

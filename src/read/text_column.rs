@@ -7,9 +7,10 @@
 //! general-purpose builder, also skips its per-value bookkeeping.
 
 use polars_arrow::array::{Utf8ViewArray, View};
-use polars_arrow::bitmap::MutableBitmap;
 use polars_arrow::datatypes::ArrowDataType;
 use polars_buffer::Buffer;
+
+use super::validity::Validity;
 
 /// Bytes a buffer may hold: views address them with 32-bit offsets.
 const BUFFER_LIMIT: usize = u32::MAX as usize;
@@ -21,8 +22,7 @@ pub(crate) struct TextColumn {
     /// Filled buffers, then the one being filled.
     done: Vec<Buffer<u8>>,
     buffer: Vec<u8>,
-    /// Validity, made at the first null.
-    validity: Option<MutableBitmap>,
+    validity: Validity,
     /// The view of the last value too long to inline: the next long value equal to it shares it.
     last_long: Option<View>,
     total_bytes: usize,
@@ -50,21 +50,12 @@ impl TextColumn {
             self.last_long = Some(view);
             self.views.push(view);
         }
-        if let Some(validity) = &mut self.validity {
-            validity.push(true);
-        }
+        self.validity.push_valid();
     }
 
     #[inline]
     pub(crate) fn push_null(&mut self) {
-        let rows = self.views.len();
-        self.validity
-            .get_or_insert_with(|| {
-                let mut validity = MutableBitmap::with_capacity(self.views.capacity());
-                validity.extend_constant(rows, true);
-                validity
-            })
-            .push(false);
+        self.validity.push_null(self.views.len());
         self.views.push(View::default());
     }
 
@@ -102,7 +93,7 @@ impl TextColumn {
                 ArrowDataType::Utf8View,
                 Buffer::from(self.views),
                 Buffer::from(buffers),
-                self.validity.map(Into::into),
+                self.validity.finish(),
                 Some(self.total_bytes),
                 buffer_bytes,
             )
