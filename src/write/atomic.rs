@@ -97,6 +97,7 @@ impl PendingFile {
         {
             use std::os::unix::io::AsRawFd;
             let file = self.file();
+            let fd = file.as_raw_fd();
             let Ok(len) = file.metadata().map(|m| m.len()) else {
                 return;
             };
@@ -104,7 +105,6 @@ impl PendingFile {
             if len < from + WRITEBACK_BYTES {
                 return;
             }
-            let fd = self.file().as_raw_fd();
             // SAFETY: a plain system call on a file descriptor this value owns, with no memory passed.
             let started = unsafe {
                 libc::sync_file_range(

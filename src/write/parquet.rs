@@ -4,10 +4,10 @@
 //! themselves) is stored uncompressed, since compressing it costs time and saves next to nothing; Parquet
 //! records the codec per column chunk, so every reader handles the mix. Integer columns (steps, token and
 //! device counts) are delta-encoded (DELTA_BINARY_PACKED): a counter or a constant packs to a few bits a
-//! value before zstd sees it, which shrinks them and spares zstd most of its work. The metadata goes into the Arrow
-//! schema (so pyarrow shows it in `schema.metadata`) and into the file footer (so any Parquet reader sees
-//! it). Columns of a row group are encoded in parallel
-//! (rayon) and appended in schema order, so the bytes do not depend on the number of threads.
+//! value before zstd sees it, which shrinks them and spares zstd most of its work. The metadata goes into
+//! the Arrow schema (so pyarrow shows it in `schema.metadata`) and into the file footer (so any Parquet
+//! reader sees it). Columns of a row group are encoded in parallel (rayon) and appended in schema order, so
+//! the bytes do not depend on the number of threads.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -94,31 +94,20 @@ impl<W: Write + Send> ParquetStream<W> {
         // Dictionary encoding pays for text (run names, devices, dtypes repeat); for numbers it hashes
         // every value only to give up on a million distinct floats, and zstd already folds repeats.
         let mut builder = WriterProperties::builder().set_dictionary_enabled(false);
-        for field in schema.fields() {
+        for (field, array) in schema.fields().iter().zip(first.columns()) {
+            let path = || parquet::schema::types::ColumnPath::from(field.name().as_str());
+            let data_type = field.data_type();
             if matches!(
-                field.data_type(),
+                data_type,
                 arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::LargeUtf8
             ) {
-                builder = builder.set_column_dictionary_enabled(
-                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
-                    true,
-                );
+                builder = builder.set_column_dictionary_enabled(path(), true);
             }
-        }
-        for field in schema.fields() {
-            if field.data_type().is_integer() {
-                builder = builder.set_column_encoding(
-                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
-                    Encoding::DELTA_BINARY_PACKED,
-                );
+            if data_type.is_integer() {
+                builder = builder.set_column_encoding(path(), Encoding::DELTA_BINARY_PACKED);
             }
-        }
-        for (field, array) in schema.fields().iter().zip(first.columns()) {
             if !zstd_pays(array.as_ref()) {
-                builder = builder.set_column_compression(
-                    parquet::schema::types::ColumnPath::from(field.name().as_str()),
-                    Compression::UNCOMPRESSED,
-                );
+                builder = builder.set_column_compression(path(), Compression::UNCOMPRESSED);
             }
         }
         let properties = builder
