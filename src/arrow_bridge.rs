@@ -137,7 +137,7 @@ fn arrow_rs_to_series(name: &str, array: &ArrayRef) -> Result<Series, BridgeErro
     Ok(Series::from_arrow(PlSmallStr::from(name), imported)?)
 }
 
-fn series_to_arrow_rs(series: &Series) -> Result<ArrayRef, BridgeError> {
+pub(crate) fn series_to_arrow_rs(series: &Series) -> Result<ArrayRef, BridgeError> {
     let array = series.to_arrow(0, CompatLevel::oldest());
     let field =
         polars_arrow::datatypes::Field::new(series.name().clone(), array.dtype().clone(), true);

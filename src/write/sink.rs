@@ -11,13 +11,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use arrow::array::RecordBatch;
 use polars::prelude::*;
 
 use super::atomic::PendingFile;
-use super::parquet::{BoxError, ParquetStream, ROW_GROUP_ROWS};
+use super::parquet::{BoxError, ParquetStream, RowGroup, ROW_GROUP_ROWS};
 use super::{Metadata, OutputFormat, WriteError};
-use crate::arrow_bridge::frame_to_record_batch;
 
 /// Why a batch could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +44,7 @@ impl ParquetOut {
     /// The stream, begun with `first` (the first row group) if it has not been.
     fn started(
         &mut self,
-        first: &RecordBatch,
+        first: &RowGroup,
         metadata: &Metadata,
     ) -> Result<&mut ParquetStream<BufWriter<File>>, BoxError> {
         if let ParquetOut::Waiting(out) = self {
@@ -214,13 +212,10 @@ impl Sink {
         let mut start = 0;
         while rows.height() - start >= ROW_GROUP_ROWS || (all && start < rows.height()) {
             let len = ROW_GROUP_ROWS.min(rows.height() - start);
-            let batch = frame_to_record_batch(
-                &rows.slice(start as i64, len),
-                self.metadata.iter().cloned().collect(),
-            )
-            .map_err(|e| encode(&e))?;
-            file.started(&batch, &self.metadata)
-                .and_then(|stream| stream.write_row_group(&batch))
+            let group =
+                RowGroup::from_frame(&rows.slice(start as i64, len)).map_err(|e| encode(&e))?;
+            file.started(&group, &self.metadata)
+                .and_then(|stream| stream.write_row_group(&group))
                 .map_err(|e| encode(&e))?;
             self.pending.start_writeback();
             start += len;

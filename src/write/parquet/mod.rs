@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::ArrayRef;
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -22,7 +22,10 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use super::{Metadata, OutputFormat, TableWriter, WriteError};
-use crate::arrow_bridge::frame_to_record_batch;
+use crate::arrow_bridge::{series_to_arrow_rs, BridgeError};
+
+mod rle;
+mod text;
 
 pub struct ParquetTableWriter;
 
@@ -42,37 +45,76 @@ impl TableWriter for ParquetTableWriter {
     }
 }
 
-/// A row group's rows as an arrow-rs batch.
-fn row_group_batch(
-    df: &DataFrame,
-    start: usize,
-    metadata: &Metadata,
-) -> Result<RecordBatch, crate::arrow_bridge::BridgeError> {
-    let len = ROW_GROUP_ROWS.min(df.height().saturating_sub(start));
-    frame_to_record_batch(
-        &df.slice(start as i64, len),
-        metadata.iter().cloned().collect(),
-    )
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One row group's columns, as the writer takes them: text columns as polars holds them (encoded here,
+/// see [`text`]), the others as arrow-rs arrays (encoded by arrow-rs).
+pub struct RowGroup {
+    columns: Vec<(PlSmallStr, GroupColumn)>,
 }
 
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+enum GroupColumn {
+    Text(StringChunked),
+    Arrow(ArrayRef),
+}
+
+impl RowGroup {
+    /// `df`'s columns (all of its rows: the caller slices a row group's worth).
+    pub fn from_frame(df: &DataFrame) -> Result<RowGroup, BridgeError> {
+        let columns = df
+            .columns()
+            .iter()
+            .map(|col| {
+                let series = col.as_materialized_series();
+                let column = match series.dtype() {
+                    DataType::String => GroupColumn::Text(series.str()?.clone()),
+                    _ => GroupColumn::Arrow(series_to_arrow_rs(&series.rechunk())?),
+                };
+                Ok((series.name().clone(), column))
+            })
+            .collect::<Result<_, BridgeError>>()?;
+        Ok(RowGroup { columns })
+    }
+
+    /// The Arrow schema of the file: text as LargeUtf8, what polars exports for strings.
+    fn schema(&self, metadata: &Metadata) -> arrow::datatypes::SchemaRef {
+        let fields: Vec<arrow::datatypes::Field> = self
+            .columns
+            .iter()
+            .map(|(name, column)| {
+                let data_type = match column {
+                    GroupColumn::Text(_) => arrow::datatypes::DataType::LargeUtf8,
+                    GroupColumn::Arrow(array) => array.data_type().clone(),
+                };
+                arrow::datatypes::Field::new(name.as_str(), data_type, true)
+            })
+            .collect();
+        Arc::new(arrow::datatypes::Schema::new_with_metadata(
+            fields,
+            metadata
+                .iter()
+                .cloned()
+                .collect::<std::collections::HashMap<_, _>>(),
+        ))
+    }
+}
 
 fn write_frame(
     df: &DataFrame,
     metadata: &Metadata,
     out: &mut (dyn Write + Send),
 ) -> Result<(), BoxError> {
-    let first = row_group_batch(df, 0, metadata)?;
+    let group = |start: usize| {
+        let len = ROW_GROUP_ROWS.min(df.height().saturating_sub(start));
+        RowGroup::from_frame(&df.slice(start as i64, len))
+    };
+    let first = group(0)?;
     let mut file = ParquetStream::new(out, &first, metadata)?;
-    let rows = df.height();
-    let mut start = 0;
-    let mut next = Some(first);
-    while let Some(slice) = next.take() {
-        start += slice.num_rows();
-        file.write_row_group(&slice)?;
-        if start < rows {
-            next = Some(row_group_batch(df, start, metadata)?);
-        }
+    file.write_row_group(&first)?;
+    let mut start = ROW_GROUP_ROWS;
+    while start < df.height() {
+        file.write_row_group(&group(start)?)?;
+        start += ROW_GROUP_ROWS;
     }
     file.finish()?;
     Ok(())
@@ -83,73 +125,111 @@ pub struct ParquetStream<W: Write + Send> {
     file: parquet::file::writer::SerializedFileWriter<W>,
     factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
     schema: arrow::datatypes::SchemaRef,
+    properties: Arc<WriterProperties>,
     group: usize,
 }
 
+/// A column chunk, encoded by arrow-rs or by [`text`].
+enum EncodedColumn {
+    Arrow(ArrowColumnChunk),
+    Text(text::EncodedChunk),
+}
+
 impl<W: Write + Send> ParquetStream<W> {
-    /// Starts a file whose row groups have `first`'s schema; its rows (not written here) are the sample
+    /// Starts a file whose row groups have `first`'s columns; its rows (not written here) are the sample
     /// that decides which number columns zstd compresses.
-    pub fn new(out: W, first: &RecordBatch, metadata: &Metadata) -> Result<Self, BoxError> {
-        let schema = first.schema();
+    pub fn new(out: W, first: &RowGroup, metadata: &Metadata) -> Result<Self, BoxError> {
+        let schema = first.schema(metadata);
         // Dictionary encoding pays for text (run names, devices, dtypes repeat); for numbers it hashes
         // every value only to give up on a million distinct floats, and zstd already folds repeats.
         let mut builder = WriterProperties::builder().set_dictionary_enabled(false);
-        for (field, array) in schema.fields().iter().zip(first.columns()) {
+        for (field, (_, column)) in schema.fields().iter().zip(&first.columns) {
             let path = || parquet::schema::types::ColumnPath::from(field.name().as_str());
-            let data_type = field.data_type();
-            if matches!(
-                data_type,
-                arrow::datatypes::DataType::Utf8 | arrow::datatypes::DataType::LargeUtf8
-            ) {
-                builder = builder.set_column_dictionary_enabled(path(), true);
-            }
-            if data_type.is_integer() {
-                builder = builder.set_column_encoding(path(), Encoding::DELTA_BINARY_PACKED);
-            }
-            if !zstd_pays(array.as_ref()) {
-                builder = builder.set_column_compression(path(), Compression::UNCOMPRESSED);
+            match column {
+                GroupColumn::Text(_) => {
+                    builder = builder.set_column_dictionary_enabled(path(), true);
+                }
+                GroupColumn::Arrow(array) => {
+                    if array.data_type().is_integer() {
+                        builder =
+                            builder.set_column_encoding(path(), Encoding::DELTA_BINARY_PACKED);
+                    }
+                    if !zstd_pays(array.as_ref()) {
+                        builder = builder.set_column_compression(path(), Compression::UNCOMPRESSED);
+                    }
+                }
             }
         }
-        let properties = builder
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .set_key_value_metadata(Some(
-                metadata
-                    .iter()
-                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-                    .collect(),
-            ))
-            .build();
+        let properties = Arc::new(
+            builder
+                .set_compression(Compression::ZSTD(ZstdLevel::default()))
+                .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+                .set_key_value_metadata(Some(
+                    metadata
+                        .iter()
+                        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                        .collect(),
+                ))
+                .build(),
+        );
         // ArrowWriter sets up the file (schema, ARROW:schema metadata); the row groups are encoded here.
-        let (file, factory) = ArrowWriter::try_new(out, Arc::clone(&schema), Some(properties))?
-            .into_serialized_writer()?;
+        let (file, factory) =
+            ArrowWriter::try_new(out, Arc::clone(&schema), Some((*properties).clone()))?
+                .into_serialized_writer()?;
         Ok(ParquetStream {
             file,
             factory,
             schema,
+            properties,
             group: 0,
         })
     }
 
-    /// Writes `batch` (of the first batch's schema) as one row group, its columns encoded in parallel.
-    pub fn write_row_group(&mut self, batch: &RecordBatch) -> Result<(), BoxError> {
-        let writers = self.factory.create_column_writers(self.group)?;
-        // One writer per leaf column; leaves come from the fields in order.
-        let mut leaves = Vec::with_capacity(writers.len());
-        for (field, array) in self.schema.fields().iter().zip(batch.columns()) {
-            leaves.extend(compute_leaves(field, array)?);
+    /// Writes `group` (of the first group's columns) as one row group, its columns encoded in parallel.
+    pub fn write_row_group(&mut self, group: &RowGroup) -> Result<(), BoxError> {
+        let mut writers = self.factory.create_column_writers(self.group)?.into_iter();
+        // One writer per leaf column; leaves come from the fields in order, a text column is one leaf.
+        let mut jobs = Vec::with_capacity(writers.len());
+        let mut leaf = 0;
+        for (field, (_, column)) in self.schema.fields().iter().zip(&group.columns) {
+            let leaves = match column {
+                GroupColumn::Text(_) => 1,
+                GroupColumn::Arrow(array) => compute_leaves(field, array)?.len(),
+            };
+            for _ in 0..leaves {
+                let writer = writers.next().ok_or("fewer column writers than leaves")?;
+                let descr = self.file.schema_descr().column(leaf);
+                jobs.push((field, column, writer, descr));
+                leaf += 1;
+            }
         }
-        let chunks: Vec<ArrowColumnChunk> = writers
+        let chunks: Vec<EncodedColumn> = jobs
             .into_par_iter()
-            .zip(leaves.into_par_iter())
-            .map(|(mut writer, leaf)| {
-                writer.write(&leaf)?;
-                writer.close()
-            })
-            .collect::<parquet::errors::Result<_>>()?;
+            .map(
+                |(field, column, mut writer, descr)| -> Result<_, BoxError> {
+                    let array = match column {
+                        GroupColumn::Text(text) => {
+                            let codec = self.properties.compression(descr.path());
+                            if let Some(chunk) = text::encode_text_chunk(text, descr, codec)? {
+                                return Ok(EncodedColumn::Text(chunk));
+                            }
+                            series_to_arrow_rs(&text.rechunk().into_owned().into_series())?
+                        }
+                        GroupColumn::Arrow(array) => Arc::clone(array),
+                    };
+                    for leaf in compute_leaves(field, &array)? {
+                        writer.write(&leaf)?;
+                    }
+                    Ok(EncodedColumn::Arrow(writer.close()?))
+                },
+            )
+            .collect::<Result<_, _>>()?;
         let mut row_group = self.file.next_row_group()?;
         for chunk in chunks {
-            chunk.append_to_row_group(&mut row_group)?;
+            match chunk {
+                EncodedColumn::Arrow(chunk) => chunk.append_to_row_group(&mut row_group)?,
+                EncodedColumn::Text(chunk) => row_group.append_column(&chunk.bytes, chunk.close)?,
+            }
         }
         row_group.close()?;
         self.group += 1;
