@@ -85,10 +85,14 @@ struct PageRuns {
     value_bytes: i64,
 }
 
-fn push_run(runs: &mut Vec<(u32, u32)>, value: u32) {
+/// Rows per data page: arrow-rs's default limit, so text pages break where the page index expects.
+const PAGE_ROWS: usize = DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT;
+
+/// Adds `count` repeats of `value` to `runs`.
+fn push_run(runs: &mut Vec<(u32, u32)>, value: u32, count: u32) {
     match runs.last_mut() {
-        Some((last, count)) if *last == value => *count += 1,
-        _ => runs.push((value, 1)),
+        Some((last, n)) if *last == value => *n += count,
+        _ => runs.push((value, count)),
     }
 }
 
@@ -105,37 +109,58 @@ pub fn encode_text_chunk(
     for array in column.downcast_iter() {
         let views = array.views();
         let validity = array.validity().filter(|v| v.unset_bits() > 0);
-        // The row before, within this array (a view's buffer index means nothing in another array).
+        // The value before, within this array (a view's buffer index means nothing in another array).
         let mut last: Option<(u128, &[u8], u32)> = None;
-        for (i, view) in views.iter().enumerate() {
-            if page.rows as usize == DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT {
+        let mut i = 0;
+        while i < views.len() {
+            if page.rows as usize == PAGE_ROWS {
                 pages.push(std::mem::take(&mut page));
             }
-            page.rows += 1;
+            // The stretch from row i of nulls, or of values with the same view, within this page.
+            let limit = views.len().min(i + PAGE_ROWS - page.rows as usize);
+            let bits = views[i].as_u128();
             let valid = validity.is_none_or(|v| v.get_bit(i));
-            push_run(&mut page.levels, u32::from(valid));
-            if !valid {
-                page.nulls += 1;
-                continue;
-            }
-            let bits = view.as_u128();
-            let key = match last {
-                Some((last_bits, _, key)) if last_bits == bits => key,
-                _ => {
-                    let value = array.value(i).as_bytes();
-                    let key = match last {
-                        Some((_, last_value, key)) if last_value == value => key,
-                        _ => match dictionary.key(value) {
-                            Some(key) => key,
-                            None => return Ok(None),
-                        },
-                    };
-                    last = Some((bits, value, key));
-                    key
+            let mut end = i + 1;
+            match validity {
+                None => {
+                    while end < limit && views[end].as_u128() == bits {
+                        end += 1;
+                    }
                 }
-            };
-            page.value_bytes += i64::from(view.length);
-            push_run(&mut page.keys, key);
+                Some(v) => {
+                    while end < limit
+                        && v.get_bit(end) == valid
+                        && (!valid || views[end].as_u128() == bits)
+                    {
+                        end += 1;
+                    }
+                }
+            }
+            let rows = (end - i) as u32;
+            page.rows += rows;
+            push_run(&mut page.levels, u32::from(valid), rows);
+            if valid {
+                let key = match last {
+                    Some((last_bits, _, key)) if last_bits == bits => key,
+                    _ => {
+                        let value = array.value(i).as_bytes();
+                        let key = match last {
+                            Some((_, last_value, key)) if last_value == value => key,
+                            _ => match dictionary.key(value) {
+                                Some(key) => key,
+                                None => return Ok(None),
+                            },
+                        };
+                        last = Some((bits, value, key));
+                        key
+                    }
+                };
+                page.value_bytes += i64::from(views[i].length) * i64::from(rows);
+                push_run(&mut page.keys, key, rows);
+            } else {
+                page.nulls += rows;
+            }
+            i = end;
         }
     }
     if page.rows > 0 {
