@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::{Metadata, OutputFormat, TableWriter, WriteError};
 use crate::arrow_bridge::{series_to_arrow_rs, BridgeError};
 
+mod chunk;
 mod rle;
 mod text;
 
@@ -129,10 +130,10 @@ pub struct ParquetStream<W: Write + Send> {
     group: usize,
 }
 
-/// A column chunk, encoded by arrow-rs or by [`text`].
+/// A column chunk, encoded by arrow-rs or by mfu ([`text`], [`float`]).
 enum EncodedColumn {
     Arrow(ArrowColumnChunk),
-    Text(text::EncodedChunk),
+    Own(chunk::EncodedChunk),
 }
 
 impl<W: Write + Send> ParquetStream<W> {
@@ -211,7 +212,7 @@ impl<W: Write + Send> ParquetStream<W> {
                         GroupColumn::Text(text) => {
                             let codec = self.properties.compression(descr.path());
                             if let Some(chunk) = text::encode_text_chunk(text, descr, codec)? {
-                                return Ok(EncodedColumn::Text(chunk));
+                                return Ok(EncodedColumn::Own(chunk));
                             }
                             series_to_arrow_rs(&text.rechunk().into_owned().into_series())?
                         }
@@ -228,7 +229,7 @@ impl<W: Write + Send> ParquetStream<W> {
         for chunk in chunks {
             match chunk {
                 EncodedColumn::Arrow(chunk) => chunk.append_to_row_group(&mut row_group)?,
-                EncodedColumn::Text(chunk) => row_group.append_column(&chunk.bytes, chunk.close)?,
+                EncodedColumn::Own(chunk) => row_group.append_column(&chunk.bytes, chunk.close)?,
             }
         }
         row_group.close()?;

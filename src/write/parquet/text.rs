@@ -9,38 +9,26 @@
 //! distinct values of each page, not from every row.
 //!
 //! The chunk has what arrow-rs writes for the same column: a PLAIN dictionary page, RLE_DICTIONARY data
-//! pages of at most [`DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT`] rows with RLE definition levels, chunk and page
+//! pages of at most [`PAGE_ROWS`] rows with RLE definition levels, chunk and page
 //! statistics (the column index), the offset index, value byte counts and definition-level histograms.
 //! When the dictionary would pass arrow-rs's size limit, a value is too long to go into the statistics
 //! untruncated, or a page holds only nulls, [`encode_text_chunk`] declines and arrow-rs writes the chunk.
 
-use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, EncodingMask, PageType, Type as PhysicalType};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
-use parquet::column::writer::ColumnCloseResult;
+use parquet::basic::{Compression, Encoding};
 use parquet::data_type::ByteArray;
-use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{
-    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
-};
+use parquet::errors::Result;
 use parquet::file::properties::{
-    DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT, DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT,
-    DEFAULT_STATISTICS_TRUNCATE_LENGTH,
+    DEFAULT_DICTIONARY_PAGE_SIZE_LIMIT, DEFAULT_STATISTICS_TRUNCATE_LENGTH,
 };
 use parquet::file::statistics::{Statistics, ValueStatistics};
-use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::ColumnDescPtr;
 use polars::prelude::{PlHashMap, StringChunked};
 use polars_arrow::array::Array;
 
+use super::chunk::{
+    boundary_order, page_with_levels, push_run, ChunkBuilder, EncodedChunk, PageSummary, PAGE_ROWS,
+};
 use super::rle::{bit_width, encode_runs};
-
-/// A column chunk ready to be appended to a row group: its bytes (dictionary page first), and its
-/// metadata with offsets relative to the start of those bytes.
-pub struct EncodedChunk {
-    pub bytes: Bytes,
-    pub close: ColumnCloseResult,
-}
 
 /// The distinct values of a chunk in order of first appearance; a value's key is its position.
 #[derive(Default)]
@@ -83,17 +71,6 @@ struct PageRuns {
     levels: Vec<(u32, u32)>,
     keys: Vec<(u32, u32)>,
     value_bytes: i64,
-}
-
-/// Rows per data page: arrow-rs's default limit, so text pages break where the page index expects.
-const PAGE_ROWS: usize = DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT;
-
-/// Adds `count` repeats of `value` to `runs`.
-fn push_run(runs: &mut Vec<(u32, u32)>, value: u32, count: u32) {
-    match runs.last_mut() {
-        Some((last, n)) if *last == value => *n += count,
-        _ => runs.push((value, count)),
-    }
 }
 
 /// Encodes `column` (one row group's slice) as a dictionary-encoded chunk of the flat, optional
@@ -182,166 +159,49 @@ fn page_min_max<'a>(dictionary: &Dictionary<'a>, page: &PageRuns) -> (&'a [u8], 
     values.fold((first, first), |(min, max), v| (min.min(v), max.max(v)))
 }
 
-fn compress(
-    codec: Compression,
-    buf: Vec<u8>,
-    page: impl FnOnce(Bytes) -> Page,
-) -> Result<CompressedPage> {
-    let uncompressed = buf.len();
-    let buf = match codec {
-        Compression::UNCOMPRESSED => buf,
-        Compression::ZSTD(level) => zstd::bulk::compress(&buf, level.compression_level())
-            .map_err(|e| ParquetError::External(Box::new(e)))?,
-        other => {
-            return Err(ParquetError::NYI(format!(
-                "text chunks compressed with {other}"
-            )))
-        }
-    };
-    Ok(CompressedPage::new(page(Bytes::from(buf)), uncompressed))
-}
-
 fn write_chunk(
     dictionary: &Dictionary,
     pages: &[PageRuns],
     descr: ColumnDescPtr,
     codec: Compression,
 ) -> Result<EncodedChunk> {
-    let mut sink = TrackedWrite::new(Vec::new());
-    let mut writer = SerializedPageWriter::new(&mut sink);
-    let (mut compressed_size, mut uncompressed_size) = (0i64, 0i64);
-
+    let mut chunk = ChunkBuilder::new(&descr, codec);
     let mut plain = Vec::with_capacity(dictionary.plain_bytes);
     for value in &dictionary.values {
         plain.extend_from_slice(&(value.len() as u32).to_le_bytes());
         plain.extend_from_slice(value);
     }
     let distinct = dictionary.values.len() as u32;
-    let spec = writer.write_page(compress(codec, plain, |buf| Page::DictionaryPage {
-        buf,
-        num_values: distinct,
-        encoding: Encoding::PLAIN,
-        is_sorted: false,
-    })?)?;
-    compressed_size += spec.compressed_size as i64;
-    uncompressed_size += spec.uncompressed_size as i64;
+    chunk.dictionary_page(plain, distinct)?;
 
     let width = bit_width(distinct.saturating_sub(1));
-    let mut column_index = ColumnIndexBuilder::new(PhysicalType::BYTE_ARRAY);
-    let mut offset_index = OffsetIndexBuilder::new();
-    let mut chunk_levels = LevelHistogram::try_new(1);
-    let (mut ascending, mut descending) = (true, true);
-    let mut previous: Option<(&[u8], &[u8])> = None;
-    let mut chunk_min_max: Option<(&[u8], &[u8])> = None;
-    let mut data_page_offset = None;
-    let (mut rows, mut nulls, mut value_bytes) = (0i64, 0i64, 0i64);
+    let mut bounds = Vec::with_capacity(pages.len());
     for page in pages {
-        let mut buf = Vec::with_capacity(64);
-        buf.extend_from_slice(&[0; 4]);
-        encode_runs(&page.levels, 1, &mut buf);
-        let levels_len = (buf.len() - 4) as u32;
-        buf[..4].copy_from_slice(&levels_len.to_le_bytes());
-        buf.push(width);
-        encode_runs(&page.keys, width, &mut buf);
-        let spec = writer.write_page(compress(codec, buf, |buf| Page::DataPage {
-            buf,
-            num_values: page.rows,
-            encoding: Encoding::RLE_DICTIONARY,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
-        })?)?;
-        data_page_offset.get_or_insert(spec.offset as i64);
-        compressed_size += spec.compressed_size as i64;
-        uncompressed_size += spec.uncompressed_size as i64;
-        offset_index.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-        offset_index.append_row_count(i64::from(page.rows));
-        offset_index.append_unencoded_byte_array_data_bytes(Some(page.value_bytes));
-
+        let mut body = page_with_levels(&page.levels, 64);
+        body.push(width);
+        encode_runs(&page.keys, width, &mut body);
         let (min, max) = page_min_max(dictionary, page);
-        if let Some((last_min, last_max)) = previous {
-            ascending &= last_min <= min && last_max <= max;
-            descending &= min <= last_min && max <= last_max;
-        }
-        previous = Some((min, max));
-        chunk_min_max = Some(match chunk_min_max {
-            None => (min, max),
-            Some((lo, hi)) => (lo.min(min), hi.max(max)),
-        });
-        let mut levels = LevelHistogram::try_new(1);
-        if let Some(h) = levels.as_mut() {
-            h.increment_by(0, i64::from(page.nulls));
-            h.increment_by(1, i64::from(page.rows - page.nulls));
-        }
-        column_index.append(
-            false,
-            min.to_vec(),
-            max.to_vec(),
-            i64::from(page.nulls),
-            None,
-        );
-        column_index.append_histograms(&None, &levels);
-        if let (Some(chunk), Some(page)) = (chunk_levels.as_mut(), levels.as_ref()) {
-            chunk.add(page);
-        }
-        rows += i64::from(page.rows);
-        nulls += i64::from(page.nulls);
-        value_bytes += page.value_bytes;
+        bounds.push((min, max));
+        let summary = PageSummary {
+            rows: page.rows,
+            nulls: page.nulls,
+            min: min.to_vec(),
+            max: max.to_vec(),
+            nans: None,
+            value_bytes: Some(page.value_bytes),
+        };
+        chunk.data_page(body, Encoding::RLE_DICTIONARY, summary)?;
     }
-    let bytes_written = sink.bytes_written() as u64;
-    let bytes = Bytes::from(sink.into_inner()?);
-
-    column_index.set_boundary_order(match (ascending, descending) {
-        (true, _) => parquet::basic::BoundaryOrder::ASCENDING,
-        (false, true) => parquet::basic::BoundaryOrder::DESCENDING,
-        (false, false) => parquet::basic::BoundaryOrder::UNORDERED,
-    });
-    let (min, max) = chunk_min_max.expect("at least one page");
+    let min = bounds.iter().map(|b| b.0).min().expect("at least one page");
+    let max = bounds.iter().map(|b| b.1).max().expect("at least one page");
     let statistics = Statistics::ByteArray(ValueStatistics::new(
         Some(ByteArray::from(min.to_vec())),
         Some(ByteArray::from(max.to_vec())),
         None,
-        Some(nulls as u64),
+        Some(chunk.counts().0),
         false,
     ));
-    let data_pages = pages.len() as i32;
-    let metadata = ColumnChunkMetaData::builder(descr)
-        .set_compression(codec)
-        .set_encodings_mask(EncodingMask::new_from_encodings(
-            [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY].iter(),
-        ))
-        .set_page_encoding_stats(vec![
-            PageEncodingStats {
-                page_type: PageType::DICTIONARY_PAGE,
-                encoding: Encoding::PLAIN,
-                count: 1,
-            },
-            PageEncodingStats {
-                page_type: PageType::DATA_PAGE,
-                encoding: Encoding::RLE_DICTIONARY,
-                count: data_pages,
-            },
-        ])
-        .set_total_compressed_size(compressed_size)
-        .set_total_uncompressed_size(uncompressed_size)
-        .set_num_values(rows)
-        .set_data_page_offset(data_page_offset.expect("at least one page"))
-        .set_dictionary_page_offset(Some(0))
-        .set_statistics(statistics)
-        .set_unencoded_byte_array_data_bytes(Some(value_bytes))
-        .set_definition_level_histogram(chunk_levels)
-        .build()?;
-    Ok(EncodedChunk {
-        bytes,
-        close: ColumnCloseResult {
-            bytes_written,
-            rows_written: rows as u64,
-            metadata,
-            bloom_filter: None,
-            column_index: Some(column_index.build()?),
-            offset_index: Some(offset_index.build()),
-        },
-    })
+    chunk.finish(descr, statistics, boundary_order(&bounds))
 }
 
 #[cfg(test)]
@@ -349,6 +209,7 @@ mod tests {
     use super::*;
     use crate::write::parquet::ParquetTableWriter;
     use crate::write::TableWriter;
+    use bytes::Bytes;
     use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
     use parquet::arrow::ArrowWriter;
     use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};

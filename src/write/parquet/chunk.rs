@@ -1,0 +1,244 @@
+//! Column chunks assembled page by page, for the columns mfu encodes itself ([`super::text`],
+//! [`super::float`]): page headers through arrow-rs's page writer, and the metadata arrow-rs would record
+//! for the same chunk (sizes, offsets, encodings, page encoding counts, definition-level histograms, the
+//! column index and the offset index). Offsets are relative to the start of the chunk's bytes; the row
+//! group writer moves them when it appends the chunk.
+
+use bytes::Bytes;
+use parquet::basic::{BoundaryOrder, Compression, Encoding, EncodingMask, PageType};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
+};
+use parquet::file::properties::DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT;
+use parquet::file::statistics::Statistics;
+use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::ColumnDescPtr;
+
+use super::rle::encode_runs;
+
+/// Rows per data page: arrow-rs's default limit, so pages break where readers of its files expect.
+pub const PAGE_ROWS: usize = DEFAULT_DATA_PAGE_ROW_COUNT_LIMIT;
+
+/// A column chunk ready to be appended to a row group: its bytes, and its metadata with offsets relative
+/// to the start of those bytes.
+pub struct EncodedChunk {
+    pub bytes: Bytes,
+    pub close: ColumnCloseResult,
+}
+
+/// Adds `count` repeats of `value` to `runs` (value, count).
+pub fn push_run(runs: &mut Vec<(u32, u32)>, value: u32, count: u32) {
+    match runs.last_mut() {
+        Some((last, n)) if *last == value => *n += count,
+        _ => runs.push((value, count)),
+    }
+}
+
+/// A data page's values, described for the page indexes.
+pub struct PageSummary {
+    pub rows: u32,
+    pub nulls: u32,
+    /// Smallest and largest value, in the column's plain encoding.
+    pub min: Vec<u8>,
+    pub max: Vec<u8>,
+    /// NaN count, for floating-point columns.
+    pub nans: Option<i64>,
+    /// Bytes of the values themselves, for byte-array columns.
+    pub value_bytes: Option<i64>,
+}
+
+/// Starts a data page body: the definition levels (1 for a value, 0 for a null) as Parquet's v1 data
+/// pages hold them, a 4-byte length then the hybrid encoding. The caller appends the values.
+pub fn page_with_levels(levels: &[(u32, u32)], values_capacity: usize) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(16 + values_capacity);
+    buf.extend_from_slice(&[0; 4]);
+    encode_runs(levels, 1, &mut buf);
+    let levels_len = (buf.len() - 4) as u32;
+    buf[..4].copy_from_slice(&levels_len.to_le_bytes());
+    buf
+}
+
+pub struct ChunkBuilder {
+    sink: TrackedWrite<Vec<u8>>,
+    codec: Compression,
+    compressed_size: i64,
+    uncompressed_size: i64,
+    dictionary_page_offset: Option<i64>,
+    data_page_offset: Option<i64>,
+    data_pages: i32,
+    rows: i64,
+    nulls: i64,
+    nans: Option<i64>,
+    value_bytes: Option<i64>,
+    levels: Option<LevelHistogram>,
+    column_index: ColumnIndexBuilder,
+    offset_index: OffsetIndexBuilder,
+}
+
+impl ChunkBuilder {
+    pub fn new(descr: &ColumnDescPtr, codec: Compression) -> ChunkBuilder {
+        ChunkBuilder {
+            sink: TrackedWrite::new(Vec::new()),
+            codec,
+            compressed_size: 0,
+            uncompressed_size: 0,
+            dictionary_page_offset: None,
+            data_page_offset: None,
+            data_pages: 0,
+            rows: 0,
+            nulls: 0,
+            nans: None,
+            value_bytes: None,
+            levels: LevelHistogram::try_new(1),
+            column_index: ColumnIndexBuilder::new(descr.physical_type()),
+            offset_index: OffsetIndexBuilder::new(),
+        }
+    }
+
+    fn write(&mut self, buf: Vec<u8>, page: impl FnOnce(Bytes) -> Page) -> Result<i64> {
+        let uncompressed = buf.len();
+        let buf = match self.codec {
+            Compression::UNCOMPRESSED => buf,
+            Compression::ZSTD(level) => zstd::bulk::compress(&buf, level.compression_level())
+                .map_err(|e| ParquetError::External(Box::new(e)))?,
+            other => return Err(ParquetError::NYI(format!("chunks compressed with {other}"))),
+        };
+        let page = CompressedPage::new(page(Bytes::from(buf)), uncompressed);
+        let spec = SerializedPageWriter::new(&mut self.sink).write_page(page)?;
+        self.compressed_size += spec.compressed_size as i64;
+        self.uncompressed_size += spec.uncompressed_size as i64;
+        Ok(spec.offset as i64)
+    }
+
+    /// Writes the dictionary page (PLAIN-encoded values); it must come first.
+    pub fn dictionary_page(&mut self, plain: Vec<u8>, values: u32) -> Result<()> {
+        let offset = self.write(plain, |buf| Page::DictionaryPage {
+            buf,
+            num_values: values,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        })?;
+        self.dictionary_page_offset = Some(offset);
+        Ok(())
+    }
+
+    /// Writes a v1 data page: `body` from [`page_with_levels`] with the values after the levels.
+    pub fn data_page(
+        &mut self,
+        body: Vec<u8>,
+        encoding: Encoding,
+        page: PageSummary,
+    ) -> Result<()> {
+        let before = self.compressed_size;
+        let offset = self.write(body, |buf| Page::DataPage {
+            buf,
+            num_values: page.rows,
+            encoding,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        })?;
+        self.data_page_offset.get_or_insert(offset);
+        self.data_pages += 1;
+        self.offset_index
+            .append_offset_and_size(offset, (self.compressed_size - before) as i32);
+        self.offset_index.append_row_count(i64::from(page.rows));
+        self.offset_index
+            .append_unencoded_byte_array_data_bytes(page.value_bytes);
+        let mut levels = LevelHistogram::try_new(1);
+        if let Some(h) = levels.as_mut() {
+            h.increment_by(0, i64::from(page.nulls));
+            h.increment_by(1, i64::from(page.rows - page.nulls));
+        }
+        let nulls = i64::from(page.nulls);
+        self.column_index
+            .append(false, page.min, page.max, nulls, page.nans);
+        self.column_index.append_histograms(&None, &levels);
+        if let (Some(chunk), Some(page)) = (self.levels.as_mut(), levels.as_ref()) {
+            chunk.add(page);
+        }
+        self.rows += i64::from(page.rows);
+        self.nulls += nulls;
+        if let Some(n) = page.nans {
+            *self.nans.get_or_insert(0) += n;
+        }
+        if let Some(n) = page.value_bytes {
+            *self.value_bytes.get_or_insert(0) += n;
+        }
+        Ok(())
+    }
+
+    /// Null count and NaN count (for floating-point columns) of the pages written.
+    pub fn counts(&self) -> (u64, Option<u64>) {
+        (self.nulls as u64, self.nans.map(|n| n as u64))
+    }
+
+    /// Completes the chunk: `statistics` for the chunk, `boundary_order` of the pages' min and max.
+    pub fn finish(
+        mut self,
+        descr: ColumnDescPtr,
+        statistics: Statistics,
+        boundary_order: BoundaryOrder,
+    ) -> Result<EncodedChunk> {
+        let data_encoding = if self.dictionary_page_offset.is_some() {
+            Encoding::RLE_DICTIONARY
+        } else {
+            Encoding::PLAIN
+        };
+        let mut encoding_stats = Vec::with_capacity(2);
+        if self.dictionary_page_offset.is_some() {
+            encoding_stats.push(PageEncodingStats {
+                page_type: PageType::DICTIONARY_PAGE,
+                encoding: Encoding::PLAIN,
+                count: 1,
+            });
+        }
+        encoding_stats.push(PageEncodingStats {
+            page_type: PageType::DATA_PAGE,
+            encoding: data_encoding,
+            count: self.data_pages,
+        });
+        let encodings = [Encoding::PLAIN, Encoding::RLE, data_encoding];
+        let metadata = ColumnChunkMetaData::builder(descr)
+            .set_compression(self.codec)
+            .set_encodings_mask(EncodingMask::new_from_encodings(encodings.iter()))
+            .set_page_encoding_stats(encoding_stats)
+            .set_total_compressed_size(self.compressed_size)
+            .set_total_uncompressed_size(self.uncompressed_size)
+            .set_num_values(self.rows)
+            .set_data_page_offset(self.data_page_offset.unwrap_or(0))
+            .set_dictionary_page_offset(self.dictionary_page_offset)
+            .set_statistics(statistics)
+            .set_unencoded_byte_array_data_bytes(self.value_bytes)
+            .set_definition_level_histogram(self.levels.take())
+            .build()?;
+        self.column_index.set_boundary_order(boundary_order);
+        let bytes_written = self.sink.bytes_written() as u64;
+        Ok(EncodedChunk {
+            bytes: Bytes::from(self.sink.into_inner()?),
+            close: ColumnCloseResult {
+                bytes_written,
+                rows_written: self.rows as u64,
+                metadata,
+                bloom_filter: None,
+                column_index: Some(self.column_index.build()?),
+                offset_index: Some(self.offset_index.build()),
+            },
+        })
+    }
+}
+
+/// Whether pages' (min, max) pairs, in page order, rise or fall (arrow-rs's rule: equal pages rise).
+pub fn boundary_order<T: PartialOrd>(pages: &[(T, T)]) -> BoundaryOrder {
+    let pairs = || pages.windows(2).map(|w| (&w[0], &w[1]));
+    if pairs().all(|(a, b)| a.0 <= b.0 && a.1 <= b.1) {
+        BoundaryOrder::ASCENDING
+    } else if pairs().all(|(a, b)| b.0 <= a.0 && b.1 <= a.1) {
+        BoundaryOrder::DESCENDING
+    } else {
+        BoundaryOrder::UNORDERED
+    }
+}
