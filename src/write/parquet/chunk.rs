@@ -242,3 +242,74 @@ pub fn boundary_order<T: PartialOrd>(pages: &[(T, T)]) -> BoundaryOrder {
         BoundaryOrder::UNORDERED
     }
 }
+
+/// Files written by mfu and by arrow-rs alone, read back, for the encoders' tests.
+#[cfg(test)]
+pub mod testing {
+    use std::sync::Arc;
+
+    use arrow::array::ArrayRef;
+    use bytes::Bytes;
+    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+    use parquet::file::properties::WriterProperties;
+    use parquet::schema::types::ColumnDescPtr;
+    use polars::prelude::DataFrame;
+
+    use crate::write::parquet::ParquetTableWriter;
+    use crate::write::TableWriter;
+
+    /// The file arrow-rs writes for `df` on its own (zstd, dictionaries on, its defaults otherwise).
+    pub fn arrow_rs_file(df: &DataFrame) -> Bytes {
+        let batch = crate::arrow_bridge::frame_to_record_batch(df, Default::default()).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(Default::default()))
+            .build();
+        let mut out = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        Bytes::from(out)
+    }
+
+    /// The file mfu writes for `df`.
+    pub fn our_file(df: &DataFrame) -> Bytes {
+        let mut out = Vec::new();
+        ParquetTableWriter
+            .write(&mut df.clone(), &Vec::new(), &mut out)
+            .unwrap();
+        Bytes::from(out)
+    }
+
+    /// The Parquet descriptor of `df`'s first column, as mfu's files have it.
+    pub fn descriptor(df: &DataFrame) -> ColumnDescPtr {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(our_file(df)).unwrap();
+        reader.metadata().file_metadata().schema_descr().column(0)
+    }
+
+    /// Column 0: its arrays as read, the statistics of its first chunk as text (min, max, null count,
+    /// NaN count, value bytes), and the file metadata with the page index.
+    pub fn read_column(file: Bytes) -> (Vec<ArrayRef>, String, Arc<ParquetMetaData>) {
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).unwrap();
+        let metadata = builder.metadata().clone();
+        let chunk = metadata.row_group(0).column(0);
+        let statistics = chunk.statistics().unwrap();
+        let statistics = format!(
+            "{:?} {:?} {:?} {:?} {:?}",
+            statistics.min_bytes_opt(),
+            statistics.max_bytes_opt(),
+            statistics.null_count_opt(),
+            statistics.nan_count_opt(),
+            chunk.unencoded_byte_array_data_bytes(),
+        );
+        let arrays = builder
+            .build()
+            .unwrap()
+            .map(|batch| batch.unwrap().column(0).clone())
+            .collect();
+        (arrays, statistics, metadata)
+    }
+}

@@ -25,6 +25,7 @@ use super::{Metadata, OutputFormat, TableWriter, WriteError};
 use crate::arrow_bridge::{series_to_arrow_rs, BridgeError};
 
 mod chunk;
+mod float;
 mod rle;
 mod text;
 
@@ -56,6 +57,7 @@ pub struct RowGroup {
 
 enum GroupColumn {
     Text(StringChunked),
+    Float(Float64Chunked),
     Arrow(ArrayRef),
 }
 
@@ -69,6 +71,7 @@ impl RowGroup {
                 let series = col.as_materialized_series();
                 let column = match series.dtype() {
                     DataType::String => GroupColumn::Text(series.str()?.clone()),
+                    DataType::Float64 => GroupColumn::Float(series.f64()?.clone()),
                     _ => GroupColumn::Arrow(series_to_arrow_rs(&series.rechunk())?),
                 };
                 Ok((series.name().clone(), column))
@@ -85,6 +88,7 @@ impl RowGroup {
             .map(|(name, column)| {
                 let data_type = match column {
                     GroupColumn::Text(_) => arrow::datatypes::DataType::LargeUtf8,
+                    GroupColumn::Float(_) => arrow::datatypes::DataType::Float64,
                     GroupColumn::Arrow(array) => array.data_type().clone(),
                 };
                 arrow::datatypes::Field::new(name.as_str(), data_type, true)
@@ -150,12 +154,17 @@ impl<W: Write + Send> ParquetStream<W> {
                 GroupColumn::Text(_) => {
                     builder = builder.set_column_dictionary_enabled(path(), true);
                 }
+                GroupColumn::Float(values) => {
+                    if !zstd_pays(&float_sample(values)) {
+                        builder = builder.set_column_compression(path(), Compression::UNCOMPRESSED);
+                    }
+                }
                 GroupColumn::Arrow(array) => {
                     if array.data_type().is_integer() {
                         builder =
                             builder.set_column_encoding(path(), Encoding::DELTA_BINARY_PACKED);
                     }
-                    if !zstd_pays(array.as_ref()) {
+                    if !zstd_pays(&fixed_width_sample(array.as_ref())) {
                         builder = builder.set_column_compression(path(), Compression::UNCOMPRESSED);
                     }
                 }
@@ -194,7 +203,7 @@ impl<W: Write + Send> ParquetStream<W> {
         let mut leaf = 0;
         for (field, (_, column)) in self.schema.fields().iter().zip(&group.columns) {
             let leaves = match column {
-                GroupColumn::Text(_) => 1,
+                GroupColumn::Text(_) | GroupColumn::Float(_) => 1,
                 GroupColumn::Arrow(array) => compute_leaves(field, array)?.len(),
             };
             for _ in 0..leaves {
@@ -208,13 +217,19 @@ impl<W: Write + Send> ParquetStream<W> {
             .into_par_iter()
             .map(
                 |(field, column, mut writer, descr)| -> Result<_, BoxError> {
+                    let codec = self.properties.compression(descr.path());
                     let array = match column {
                         GroupColumn::Text(text) => {
-                            let codec = self.properties.compression(descr.path());
                             if let Some(chunk) = text::encode_text_chunk(text, descr, codec)? {
                                 return Ok(EncodedColumn::Own(chunk));
                             }
                             series_to_arrow_rs(&text.rechunk().into_owned().into_series())?
+                        }
+                        GroupColumn::Float(values) => {
+                            if let Some(chunk) = float::encode_float_chunk(values, descr, codec)? {
+                                return Ok(EncodedColumn::Own(chunk));
+                            }
+                            series_to_arrow_rs(&values.rechunk().into_owned().into_series())?
                         }
                         GroupColumn::Arrow(array) => Arc::clone(array),
                     };
@@ -249,24 +264,46 @@ pub const MIN_ZSTD_SAVING: f64 = 0.1;
 /// Values sampled from the start of the first row group.
 const ZSTD_SAMPLE_VALUES: usize = 1 << 14;
 
-/// Whether zstd (at the level the file uses) saves at least [`MIN_ZSTD_SAVING`] of a fixed-width number
-/// column's bytes, judged on its first values as Parquet's plain encoding lays them out. Other columns,
-/// and samples too small to judge, are compressed.
-fn zstd_pays(array: &dyn arrow::array::Array) -> bool {
-    let data = array.to_data();
-    let Some(width) = data.data_type().primitive_width() else {
+/// Whether zstd (at the level the file uses) saves at least [`MIN_ZSTD_SAVING`] of a number column's
+/// bytes, judged on a sample of its first values as Parquet's plain encoding lays them out (`None`: not
+/// a fixed-width column, or too few values to judge; such columns are compressed).
+fn zstd_pays(sample: &Option<Vec<u8>>) -> bool {
+    let Some(sample) = sample else {
         return true;
     };
-    let len = data.len().min(ZSTD_SAMPLE_VALUES);
-    if len < 1024 || data.buffers().len() != 1 {
-        return true;
-    }
-    let start = data.offset() * width;
-    let sample = &data.buffers()[0].as_slice()[start..start + len * width];
     match zstd::bulk::compress(sample, ZstdLevel::default().compression_level()) {
         Ok(compressed) => (compressed.len() as f64) < sample.len() as f64 * (1.0 - MIN_ZSTD_SAVING),
         Err(_) => true,
     }
+}
+
+/// At least this many values make a sample worth judging.
+const MIN_ZSTD_SAMPLE_VALUES: usize = 1024;
+
+/// The first values of a fixed-width arrow-rs array, as bytes.
+fn fixed_width_sample(array: &dyn arrow::array::Array) -> Option<Vec<u8>> {
+    let data = array.to_data();
+    let width = data.data_type().primitive_width()?;
+    let len = data.len().min(ZSTD_SAMPLE_VALUES);
+    if len < MIN_ZSTD_SAMPLE_VALUES || data.buffers().len() != 1 {
+        return None;
+    }
+    let start = data.offset() * width;
+    Some(data.buffers()[0].as_slice()[start..start + len * width].to_vec())
+}
+
+/// The first values of a float column (however polars has it in pieces), as bytes.
+fn float_sample(column: &Float64Chunked) -> Option<Vec<u8>> {
+    let len = column.len().min(ZSTD_SAMPLE_VALUES);
+    if len < MIN_ZSTD_SAMPLE_VALUES {
+        return None;
+    }
+    let mut sample: Vec<f64> = Vec::with_capacity(len);
+    for array in column.downcast_iter() {
+        let take = (len - sample.len()).min(array.len());
+        sample.extend_from_slice(&array.values()[..take]);
+    }
+    Some(bytemuck::cast_slice(&sample).to_vec())
 }
 
 #[cfg(test)]

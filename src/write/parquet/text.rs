@@ -207,14 +207,10 @@ fn write_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::write::parquet::ParquetTableWriter;
-    use crate::write::TableWriter;
+    use crate::write::parquet::chunk::testing::{arrow_rs_file, descriptor, our_file, read_column};
     use bytes::Bytes;
-    use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-    use parquet::arrow::ArrowWriter;
-    use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+    use parquet::file::metadata::ParquetMetaData;
     use parquet::file::page_index::column_index::ColumnIndexMetaData;
-    use parquet::file::properties::WriterProperties;
     use polars::prelude::*;
     use std::sync::Arc;
 
@@ -241,56 +237,18 @@ mod tests {
         first
     }
 
-    /// The file arrow-rs writes for `df` on its own, dictionary-encoding the text.
-    fn arrow_rs_file(df: &DataFrame) -> Bytes {
-        let batch = crate::arrow_bridge::frame_to_record_batch(df, Default::default()).unwrap();
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(Default::default()))
-            .build();
-        let mut out = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        Bytes::from(out)
-    }
-
-    fn our_file(df: &DataFrame) -> Bytes {
-        let mut out = Vec::new();
-        ParquetTableWriter
-            .write(&mut df.clone(), &Vec::new(), &mut out)
-            .unwrap();
-        Bytes::from(out)
-    }
-
     /// Column 0 of row group 0: its values, its chunk statistics as text, and its file metadata.
     fn read_back(file: Bytes) -> (Vec<Option<String>>, String, Arc<ParquetMetaData>) {
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).unwrap();
-        let metadata = builder.metadata().clone();
-        let chunk = metadata.row_group(0).column(0);
-        let statistics = format!(
-            "{:?} {:?} {:?} {:?}",
-            chunk.statistics().unwrap().min_bytes_opt(),
-            chunk.statistics().unwrap().max_bytes_opt(),
-            chunk.statistics().unwrap().null_count_opt(),
-            chunk.unencoded_byte_array_data_bytes(),
-        );
+        let (batches, statistics, metadata) = read_column(file);
         let mut values = Vec::new();
-        for batch in builder.build().unwrap() {
-            let batch = batch.unwrap();
-            let text = batch
-                .column(0)
+        for array in batches {
+            let text = array
                 .as_any()
                 .downcast_ref::<arrow::array::LargeStringArray>()
                 .unwrap();
             values.extend(text.iter().map(|v| v.map(str::to_string)));
         }
         (values, statistics, metadata)
-    }
-
-    fn descriptor(df: &DataFrame) -> ColumnDescPtr {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(our_file(df)).unwrap();
-        reader.metadata().file_metadata().schema_descr().column(0)
     }
 
     #[test]
