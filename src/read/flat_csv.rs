@@ -177,6 +177,9 @@ struct ColumnScan {
     /// or an empty cell in the column (the cells before are found again then). Number columns, most of a
     /// log, skip it; the rare one that needs its text later ([`Cells::bounds`]) finds it again.
     bounds: Option<Vec<(u32, u32)>>,
+    /// The cells as text, built during the scan when the piece's first cell in the column is text (so
+    /// the column is String whatever the other rows hold); then `values` and `bounds` stay empty.
+    text: Option<TextColumn>,
 }
 
 /// Scans `text[from..to]` (whole lines); `None` on a line polars should judge.
@@ -199,6 +202,7 @@ fn scan(
             has_empty: false,
             values: Vec::with_capacity(estimate),
             bounds: None,
+            text: None,
         })
         .collect();
     let mut head_kinds = Vec::new();
@@ -233,15 +237,28 @@ fn scan(
             };
             let col = &mut columns[column];
             col.kinds |= kind;
-            col.values.push(value);
-            if kind == EMPTY || kind == TEXT {
-                col.has_empty |= kind == EMPTY;
-                if col.bounds.is_none() {
-                    col.bounds = Some(cell_bounds(bytes, from, to, rows, separator, column));
-                }
+            if rows == 0 && kind == TEXT {
+                // Text in any row makes the column String: its cells go into views while their bytes
+                // are still in cache, rather than in a second pass over the piece.
+                col.text = Some(TextColumn::with_capacity(estimate));
             }
-            if let Some(bounds) = &mut col.bounds {
-                bounds.push((start as u32, i as u32));
+            if let Some(values) = &mut col.text {
+                if start == i {
+                    values.push_null();
+                } else {
+                    values.push_value(&text[start..i]);
+                }
+            } else {
+                col.values.push(value);
+                if kind == EMPTY || kind == TEXT {
+                    col.has_empty |= kind == EMPTY;
+                    if col.bounds.is_none() {
+                        col.bounds = Some(cell_bounds(bytes, from, to, rows, separator, column));
+                    }
+                }
+                if let Some(bounds) = &mut col.bounds {
+                    bounds.push((start as u32, i as u32));
+                }
             }
             if rows < infer_rows {
                 head_kinds.push(kind);
@@ -508,6 +525,9 @@ fn convert(
         }
         _ => {
             let chunks = parts.into_iter().enumerate().map(|(piece, part)| {
+                if let Some(values) = part.text {
+                    return values.finish();
+                }
                 let bounds = cells.bounds(piece, c, &part);
                 let mut values = TextColumn::with_capacity(bounds.len());
                 for &(a, b) in bounds.iter() {
@@ -585,6 +605,41 @@ mod tests {
         let ours = parse(text.as_bytes(), b',', 10).unwrap();
         assert_same(&ours, &polars_like_mfu(text.as_bytes(), 10));
         assert_eq!(ours.column("b").unwrap().dtype(), &DataType::String);
+    }
+
+    #[test]
+    fn text_columns_built_during_the_scan_keep_every_cell_as_written() {
+        // `run` starts with text in every piece, then holds numbers, blanks and booleans, which a String
+        // column keeps as written (blanks as nulls); `dev` has long names that repeat.
+        let mut text = String::from("run,dev,x\n");
+        for i in 0..60 {
+            let run = match i % 6 {
+                0 => format!("run-{i}"),
+                1 => format!("{i}"),
+                2 => String::new(),
+                3 => "TRUE".to_string(),
+                4 => format!("{i}.5e3"),
+                _ => "-7".to_string(),
+            };
+            let dev = if i % 20 < 10 {
+                "NVIDIA H100 80GB HBM3"
+            } else {
+                "NVIDIA A100-SXM4-80GB"
+            };
+            text.push_str(&format!("{run},{dev},{i}\n"));
+        }
+        for pieces in [1, 3, 10] {
+            let ours = parse_in_pieces(text.as_bytes(), b',', 100, pieces).unwrap();
+            assert_same(&ours, &polars_like_mfu(text.as_bytes(), 100));
+            let run = ours.column("run").unwrap().str().unwrap();
+            assert_eq!(run.get(1), Some("1"));
+            assert_eq!(run.get(2), None);
+            assert_eq!(run.get(4), Some("4.5e3"));
+            assert_eq!(
+                ours.column("dev").unwrap().str().unwrap().get(59),
+                Some("NVIDIA A100-SXM4-80GB")
+            );
+        }
     }
 
     #[test]
