@@ -51,20 +51,26 @@ fn parse_in_pieces(
     infer_rows: usize,
     pieces: usize,
 ) -> Option<DataFrame> {
-    if memchr::memchr2(b'"', b'\r', bytes).is_some() {
+    let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
+    let body_start = (header_end + 1).min(bytes.len());
+    let body = &bytes[body_start..];
+    let pieces = super::jsonl::line_ranges(body, pieces);
+    // No quotes, no carriage returns, and UTF-8: checked piece by piece in parallel. Pieces end after a
+    // newline, so where the header and every piece are valid UTF-8 the whole is.
+    let clean =
+        |b: &[u8]| memchr::memchr2(b'"', b'\r', b).is_none() && std::str::from_utf8(b).is_ok();
+    if !clean(&bytes[..body_start]) || !pieces.par_iter().all(|p| clean(&body[p.clone()])) {
         return None;
     }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
+    // SAFETY: the header and the pieces, which cover the rest, were just checked to be valid UTF-8, and
+    // each ends on a newline (a character boundary).
+    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
     let names: Vec<&str> = text[..header_end].split(separator as char).collect();
     if names.iter().any(|n| n.is_empty())
         || (1..names.len()).any(|i| names[..i].contains(&names[i]))
     {
         return None;
     }
-    let body_start = (header_end + 1).min(bytes.len());
-    let body = &bytes[body_start..];
-    let pieces = super::jsonl::line_ranges(body, pieces);
     let width = names.len();
     let scanned: Vec<Scan> = pieces
         .into_par_iter()
@@ -695,6 +701,24 @@ mod tests {
             "a\n99999999999999999999\n",
         ] {
             assert!(parse(text.as_bytes(), b',', 100).is_none(), "{text:?}");
+        }
+        // A quote, a carriage return or bytes that are not UTF-8 in any piece, or in the header.
+        let rows: String = (0..50).map(|i| format!("r{i},{i}\n")).collect();
+        for bad in [&b"x\"y"[..], b"x\ry", b"x\xffy"] {
+            for (at_header, pieces) in [(false, 1), (false, 4), (true, 4)] {
+                let mut text = b"a,b\n".to_vec();
+                text.extend_from_slice(rows.as_bytes());
+                let row = [bad, b",1\n"].concat();
+                if at_header {
+                    text.splice(0..1, bad.iter().copied());
+                } else {
+                    text.extend_from_slice(&row);
+                }
+                assert!(
+                    parse_in_pieces(&text, b',', 100, pieces).is_none(),
+                    "{bad:?}"
+                );
+            }
         }
     }
 
