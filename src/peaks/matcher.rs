@@ -8,8 +8,10 @@
 //! matches a pattern that names that qualifier too, so a laptop or export part never gets the desktop
 //! part's value.
 
-use std::collections::HashMap;
 use std::fmt;
+
+// A fast hasher for the few short words looked up per name (SipHash was a tenth of a lookup).
+use polars::prelude::PlHashMap;
 
 use super::table::PeakTable;
 
@@ -19,17 +21,60 @@ pub const CUT_DOWN_QUALIFIERS: &[&str] = &[
     "laptop", "mobile", "q", "d", "lite", "ti", "super", "mig", "maxq",
 ];
 
-/// Characters that separate tokens, besides white space.
-const SEPARATORS: &[char] = &[
-    '-', '_', '[', ']', '(', ')', '/', ',', '.', ':', ';', '"', '\'', '{', '}', '+', '=', '*', '@',
-];
+/// Whether `c` separates tokens: white space, or one of `-_[]()/,.:;"'{}+=*@`.
+fn is_separator(c: char) -> bool {
+    matches!(
+        c,
+        '-' | '_'
+            | '['
+            | ']'
+            | '('
+            | ')'
+            | '/'
+            | ','
+            | '.'
+            | ':'
+            | ';'
+            | '"'
+            | '\''
+            | '{'
+            | '}'
+            | '+'
+            | '='
+            | '*'
+            | '@'
+    ) || c.is_whitespace()
+}
 
 /// Lower-cases `name` and cuts it into tokens on white space and separators.
 pub fn tokenize(name: &str) -> Vec<String> {
-    name.split(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
-        .filter(|t| !t.is_empty())
-        .map(|t| t.to_lowercase())
+    tokens_of(&lowercase(name))
+        .into_iter()
+        .map(str::to_string)
         .collect()
+}
+
+/// `name` lower-cased, in a form whose tokens are `name`'s tokens lower-cased. An ASCII name is lowered
+/// whole; any other token by token, since Unicode's lowering looks across a separator (a Greek capital
+/// sigma before `.` and a letter is not word-final, before a space it is).
+fn lowercase(name: &str) -> String {
+    if name.is_ascii() {
+        name.to_ascii_lowercase()
+    } else {
+        let tokens: Vec<String> = name
+            .split(is_separator)
+            .filter(|t| !t.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        tokens.join(" ")
+    }
+}
+
+/// The tokens of a name lowered by [`lowercase`] (lowering makes no separators, so they are found again).
+fn tokens_of(lowered: &str) -> Vec<&str> {
+    let mut tokens = Vec::with_capacity(8);
+    tokens.extend(lowered.split(is_separator).filter(|t| !t.is_empty()));
+    tokens
 }
 
 /// The normalised form of a name: its tokens joined by single spaces.
@@ -55,7 +100,7 @@ impl Pattern {
     /// Parses a pattern as written in the table: words separated like a device name; `#` stands for a number.
     pub fn parse(text: &str) -> Result<Pattern, String> {
         let tokens: Vec<PatternToken> = text
-            .split(|c: char| c.is_whitespace() || SEPARATORS.contains(&c))
+            .split(is_separator)
             .filter(|t| !t.is_empty())
             .map(|t| {
                 if t == "#" {
@@ -111,19 +156,21 @@ impl Pattern {
             .any(|t| matches!(t, PatternToken::Word(w) if w == word))
     }
 
-    /// Positions of the name tokens this pattern matched, when all its tokens occur in order.
-    fn match_positions(&self, tokens: &[String], start: usize) -> Option<Vec<usize>> {
-        let mut positions = Vec::with_capacity(self.tokens.len());
+    /// Whether all this pattern's tokens occur in `tokens` in order from `start`; `positions` gets where.
+    fn match_positions(&self, tokens: &[&str], start: usize, positions: &mut Vec<usize>) -> bool {
+        positions.clear();
         let mut at = start;
         for pt in &self.tokens {
-            let found = tokens[at..].iter().position(|t| match pt {
-                PatternToken::Word(w) => t == w,
+            let Some(found) = tokens[at..].iter().position(|t| match pt {
+                PatternToken::Word(w) => *t == w,
                 PatternToken::Number => !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()),
-            })?;
+            }) else {
+                return false;
+            };
             positions.push(at + found);
             at += found + 1;
         }
-        Some(positions)
+        true
     }
 }
 
@@ -170,14 +217,14 @@ pub enum MatchOutcome {
 #[derive(Debug, Clone)]
 pub struct Matcher {
     /// (entry index, pattern), grouped by the pattern's first word.
-    by_first_word: HashMap<String, Vec<(usize, Pattern)>>,
+    by_first_word: PlHashMap<String, Vec<(usize, Pattern)>>,
     /// Every (entry, pattern), for suggestions.
     all: Vec<(usize, Pattern)>,
 }
 
 impl Matcher {
     pub fn new(table: &PeakTable) -> Matcher {
-        let mut by_first_word: HashMap<String, Vec<(usize, Pattern)>> = HashMap::new();
+        let mut by_first_word: PlHashMap<String, Vec<(usize, Pattern)>> = PlHashMap::default();
         let mut all = Vec::new();
         for (i, entry) in table.entries().iter().enumerate() {
             for p in &entry.patterns {
@@ -193,40 +240,43 @@ impl Matcher {
 
     /// Matches one device name (not a list: split lists first).
     pub fn find(&self, name: &str) -> MatchOutcome {
-        let tokens = tokenize(name);
+        let lowered = lowercase(name);
+        let tokens = tokens_of(&lowered);
         if tokens.is_empty() {
             return MatchOutcome::NotFound(NoMatch::Empty);
         }
         let qualifiers: Vec<&str> = tokens
             .iter()
-            .map(String::as_str)
+            .copied()
             .filter(|t| CUT_DOWN_QUALIFIERS.contains(t))
             .collect();
 
-        // Best pattern per entry: (entry, pattern, positions).
-        let mut best: Vec<(usize, &Pattern, Vec<usize>)> = Vec::new();
-        let mut cut_down: Option<(String, usize, usize)> = None;
+        // Best pattern per entry: (entry, pattern, the token it matched from). Lookups are the hot path of
+        // `mfu lookup` and of every new (device, dtype) pair, so the loop allocates nothing per candidate.
+        let mut best: Vec<(usize, &Pattern, usize)> = Vec::with_capacity(4);
+        let mut positions = Vec::with_capacity(8);
+        let mut cut_down: Option<(&str, usize, usize)> = None;
         for (start, token) in tokens.iter().enumerate() {
-            let Some(candidates) = self.by_first_word.get(token) else {
+            let Some(candidates) = self.by_first_word.get(*token) else {
                 continue;
             };
             for (entry, pattern) in candidates {
-                let Some(positions) = pattern.match_positions(&tokens, start) else {
+                if !pattern.match_positions(&tokens, start, &mut positions) {
                     continue;
-                };
+                }
                 if let Some(q) = qualifiers.iter().find(|q| !pattern.contains_word(q)) {
                     if cut_down
                         .as_ref()
                         .is_none_or(|(_, _, len)| pattern.len() > *len)
                     {
-                        cut_down = Some((q.to_string(), *entry, pattern.len()));
+                        cut_down = Some((q, *entry, pattern.len()));
                     }
                     continue;
                 }
                 match best.iter_mut().find(|(e, _, _)| e == entry) {
                     Some(slot) if slot.1.len() >= pattern.len() => {}
-                    Some(slot) => *slot = (*entry, pattern, positions),
-                    None => best.push((*entry, pattern, positions)),
+                    Some(slot) => *slot = (*entry, pattern, start),
+                    None => best.push((*entry, pattern, start)),
                 }
             }
         }
@@ -234,25 +284,27 @@ impl Matcher {
         // the cut-down variant stays unknown.
         if best.is_empty() {
             return MatchOutcome::NotFound(match cut_down {
-                Some((qualifier, entry, _)) => NoMatch::CutDown { qualifier, entry },
+                Some((qualifier, entry, _)) => NoMatch::CutDown {
+                    qualifier: qualifier.to_string(),
+                    entry,
+                },
                 None => NoMatch::Unmatched,
             });
         }
         best.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
         let top_len = best[0].1.len();
-        let tied: Vec<usize> = best
-            .iter()
-            .filter(|(_, p, _)| p.len() == top_len)
-            .map(|(e, _, _)| *e)
-            .collect();
-        if tied.len() > 1 {
-            return MatchOutcome::NotFound(NoMatch::Ambiguous { entries: tied });
+        if best.get(1).is_some_and(|b| b.1.len() == top_len) {
+            let tied = best.iter().filter(|(_, p, _)| p.len() == top_len);
+            return MatchOutcome::NotFound(NoMatch::Ambiguous {
+                entries: tied.map(|(e, _, _)| *e).collect(),
+            });
         }
-        let (entry, pattern, positions) = &best[0];
+        let (entry, pattern, start) = best[0];
+        pattern.match_positions(&tokens, start, &mut positions);
         MatchOutcome::Found(Found {
-            entry: *entry,
+            entry,
             pattern: pattern.as_str().to_string(),
-            matched_tokens: positions.iter().map(|&i| tokens[i].clone()).collect(),
+            matched_tokens: positions.iter().map(|&i| tokens[i].to_string()).collect(),
             outranked: best[1..]
                 .iter()
                 .map(|(e, p, _)| (*e, p.as_str().to_string()))
@@ -333,6 +385,27 @@ mod tests {
             vec!["amd", "instinct", "mi250x", "mi250"]
         );
         assert_eq!(normalize("  a\t_b  (c) "), "a b c");
+    }
+
+    #[test]
+    fn lowercasing_before_cutting_gives_the_tokens_cutting_first_gives() {
+        let cut_then_lower = |name: &str| -> Vec<String> {
+            name.split(is_separator)
+                .filter(|t| !t.is_empty())
+                .map(str::to_lowercase)
+                .collect()
+        };
+        for name in [
+            "NVIDIA H100 80GB HBM3",
+            "İNTEL GAUDI-2",
+            "Straße\u{2003}X1 (ＡＢＣ)",
+            "ǅ-Σ/ΣΑΣ_x",
+            "ΣΑΣ.x ΟΔΟΣ:Α",
+            "\u{0130}\u{0130}.A",
+            "  ",
+        ] {
+            assert_eq!(tokenize(name), cut_then_lower(name), "{name:?}");
+        }
     }
 
     #[test]
