@@ -21,29 +21,23 @@ pub const CUT_DOWN_QUALIFIERS: &[&str] = &[
     "laptop", "mobile", "q", "d", "lite", "ti", "super", "mig", "maxq",
 ];
 
-/// Whether `c` separates tokens: white space, or one of `-_[]()/,.:;"'{}+=*@`.
+/// Characters that separate tokens, besides white space.
+const SEPARATORS: &[u8] = b"-_[]()/,.:;\"'{}+=*@";
+
+/// [`SEPARATORS`] as a table indexed by ASCII code (a name is cut once per lookup, a character at a time).
+const IS_SEPARATOR: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut i = 0;
+    while i < SEPARATORS.len() {
+        table[SEPARATORS[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// Whether `c` separates tokens.
 fn is_separator(c: char) -> bool {
-    matches!(
-        c,
-        '-' | '_'
-            | '['
-            | ']'
-            | '('
-            | ')'
-            | '/'
-            | ','
-            | '.'
-            | ':'
-            | ';'
-            | '"'
-            | '\''
-            | '{'
-            | '}'
-            | '+'
-            | '='
-            | '*'
-            | '@'
-    ) || c.is_whitespace()
+    (c.is_ascii() && IS_SEPARATOR[c as usize]) || c.is_whitespace()
 }
 
 /// Lower-cases `name` and cuts it into tokens on white space and separators.
