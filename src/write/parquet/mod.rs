@@ -17,7 +17,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnChunk, ArrowLeafColumn};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -138,6 +138,25 @@ pub struct ParquetStream<W: Write + Send> {
     group: usize,
 }
 
+/// What one leaf column's writer is given: a text or float column for mfu's encoders (arrow-rs writes it
+/// if they decline), or a leaf arrow-rs cut from another column.
+enum Job<'a> {
+    Text(&'a StringChunked),
+    Float(&'a Float64Chunked),
+    Leaf(ArrowLeafColumn),
+}
+
+/// The one leaf of a flat column an mfu encoder declined, for arrow-rs to write.
+fn declined_leaf(
+    field: &arrow::datatypes::FieldRef,
+    column: Series,
+) -> Result<ArrowLeafColumn, BoxError> {
+    let array = series_to_arrow_rs(&column)?;
+    Ok(compute_leaves(field, &array)?
+        .pop()
+        .ok_or("a flat column without a leaf")?)
+}
+
 /// A column chunk, encoded by arrow-rs or by mfu (`text.rs`, `float.rs`).
 enum EncodedColumn {
     Arrow(ArrowColumnChunk),
@@ -202,47 +221,44 @@ impl<W: Write + Send> ParquetStream<W> {
     /// Writes `group` (of the first group's columns) as one row group, its columns encoded in parallel.
     pub fn write_row_group(&mut self, group: &RowGroup) -> Result<(), BoxError> {
         let mut writers = self.factory.create_column_writers(self.group)?.into_iter();
-        // One writer per leaf column; leaves come from the fields in order, a text column is one leaf.
+        // One writer per leaf column, in field order: a text or float column is one leaf, encoded here
+        // unless it declines; any other column is cut into its leaves by arrow-rs once, each for its writer.
         let mut jobs = Vec::with_capacity(writers.len());
         let mut leaf = 0;
         for (field, (_, column)) in self.schema.fields().iter().zip(&group.columns) {
-            let leaves = match column {
-                GroupColumn::Text(_) | GroupColumn::Float(_) => 1,
-                GroupColumn::Arrow(array) => compute_leaves(field, array)?.len(),
+            let field_jobs = match column {
+                GroupColumn::Text(text) => vec![Job::Text(text)],
+                GroupColumn::Float(values) => vec![Job::Float(values)],
+                GroupColumn::Arrow(array) => compute_leaves(field, array)?
+                    .into_iter()
+                    .map(Job::Leaf)
+                    .collect(),
             };
-            for _ in 0..leaves {
+            for job in field_jobs {
                 let writer = writers.next().ok_or("fewer column writers than leaves")?;
                 let descr = self.file.schema_descr().column(leaf);
-                jobs.push((field, column, writer, descr));
+                jobs.push((field, job, writer, descr));
                 leaf += 1;
             }
         }
         let chunks: Vec<EncodedColumn> = jobs
             .into_par_iter()
-            .map(
-                |(field, column, mut writer, descr)| -> Result<_, BoxError> {
-                    let codec = self.properties.compression(descr.path());
-                    let array = match column {
-                        GroupColumn::Text(text) => {
-                            if let Some(chunk) = text::encode_text_chunk(text, descr, codec)? {
-                                return Ok(EncodedColumn::Own(chunk));
-                            }
-                            series_to_arrow_rs(&text.rechunk().into_owned().into_series())?
-                        }
-                        GroupColumn::Float(values) => {
-                            if let Some(chunk) = float::encode_float_chunk(values, descr, codec)? {
-                                return Ok(EncodedColumn::Own(chunk));
-                            }
-                            series_to_arrow_rs(&values.rechunk().into_owned().into_series())?
-                        }
-                        GroupColumn::Arrow(array) => Arc::clone(array),
-                    };
-                    for leaf in compute_leaves(field, &array)? {
-                        writer.write(&leaf)?;
-                    }
-                    Ok(EncodedColumn::Arrow(writer.close()?))
-                },
-            )
+            .map(|(field, job, mut writer, descr)| -> Result<_, BoxError> {
+                let codec = self.properties.compression(descr.path());
+                let leaf = match job {
+                    Job::Leaf(leaf) => leaf,
+                    Job::Text(text) => match text::encode_text_chunk(text, descr, codec)? {
+                        Some(chunk) => return Ok(EncodedColumn::Own(chunk)),
+                        None => declined_leaf(field, text.rechunk().into_owned().into_series())?,
+                    },
+                    Job::Float(values) => match float::encode_float_chunk(values, descr, codec)? {
+                        Some(chunk) => return Ok(EncodedColumn::Own(chunk)),
+                        None => declined_leaf(field, values.rechunk().into_owned().into_series())?,
+                    },
+                };
+                writer.write(&leaf)?;
+                Ok(EncodedColumn::Arrow(writer.close()?))
+            })
             .collect::<Result<_, _>>()?;
         let mut row_group = self.file.next_row_group()?;
         for chunk in chunks {
@@ -337,6 +353,58 @@ mod tests {
             );
             let total: usize = reader.build().unwrap().map(|b| b.unwrap().num_rows()).sum();
             assert_eq!(total, rows);
+        }
+    }
+
+    #[test]
+    fn nested_columns_give_each_leaf_to_its_own_writer() {
+        // A struct of two fields is two leaf columns (an int and a string); a list is one. Beside them,
+        // text and floats that mfu encodes itself.
+        let rows = 3usize;
+        let cfg = df!(
+            "a" => [1i64, 2, 3],
+            "b" => ["x", "y", "z"],
+        )
+        .unwrap()
+        .into_struct("cfg".into())
+        .into_series();
+        let ranks = Series::new(
+            "ranks".into(),
+            [
+                Series::new("".into(), [0i64, 1]),
+                Series::new("".into(), [2i64]),
+                Series::new("".into(), [3i64, 4, 5]),
+            ],
+        );
+        let mut df = DataFrame::new(
+            rows,
+            vec![
+                Series::new("run".into(), ["r", "r", "s"]).into_column(),
+                cfg.into_column(),
+                ranks.into_column(),
+                Series::new("t".into(), [0.5f64, 0.25, 1.0]).into_column(),
+            ],
+        )
+        .unwrap();
+        let mut bytes = Vec::new();
+        ParquetTableWriter
+            .write(&mut df, &Vec::new(), &mut bytes)
+            .unwrap();
+        let batch = ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes))
+            .unwrap()
+            .build()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        let back = crate::arrow_bridge::record_batch_to_frame(&batch).unwrap();
+        for name in ["run", "cfg", "ranks", "t"] {
+            let (ours, read) = (df.column(name).unwrap(), back.column(name).unwrap());
+            assert_eq!(
+                ours.cast(read.dtype()).unwrap().as_materialized_series(),
+                read.as_materialized_series(),
+                "{name}"
+            );
         }
     }
 
