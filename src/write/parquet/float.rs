@@ -58,7 +58,7 @@ fn min_max_nans(values: &[f64]) -> (f64, f64, u64) {
 /// Bounds of zero made exact in IEEE total order (as arrow-rs orders floats): a min of zero is -0.0 if
 /// the values hold one, a max of zero is +0.0 if they hold one. Comparisons cannot tell the two apart,
 /// so this looks at the bits, and only when a bound is zero.
-fn settle_zeros(values: &[&[f64]], min: f64, max: f64, nans: u64) -> (f64, f64, u64) {
+fn settle_zeros(values: &[&[f64]], min: f64, max: f64) -> (f64, f64) {
     let has = |zero: f64| {
         values
             .iter()
@@ -82,7 +82,7 @@ fn settle_zeros(values: &[&[f64]], min: f64, max: f64, nans: u64) -> (f64, f64, 
     } else {
         max
     };
-    (min, max, nans)
+    (min, max)
 }
 
 /// One data page being filled: its values stay in polars' buffers until the page is written.
@@ -92,13 +92,11 @@ struct FloatPage<'a> {
     nulls: u32,
     levels: Vec<(u32, u32)>,
     values: Vec<&'a [f64]>,
-    count: usize,
 }
 
 impl<'a> FloatPage<'a> {
     fn push_values(&mut self, values: &'a [f64]) {
         self.values.push(values);
-        self.count += values.len();
         self.rows += values.len() as u32;
         push_run(&mut self.levels, 1, values.len() as u32);
     }
@@ -167,15 +165,16 @@ pub fn encode_float_chunk(
             max = if hi > max { hi } else { max };
             nans += n;
         }
-        if nans as usize == page.count {
+        if nans == u64::from(page.rows - page.nulls) {
             return Ok(None);
         }
-        summaries.push(settle_zeros(&page.values, min, max, nans));
+        let (min, max) = settle_zeros(&page.values, min, max);
+        summaries.push((min, max, nans));
     }
 
     let mut chunk = ChunkBuilder::new(&descr, codec);
     for (page, &(min, max, nans)) in pages.iter().zip(&summaries) {
-        let mut body = page_with_levels(&page.levels, page.count * 8);
+        let mut body = page_with_levels(&page.levels, (page.rows - page.nulls) as usize * 8);
         for values in &page.values {
             body.extend_from_slice(bytemuck::cast_slice(values));
         }
@@ -276,7 +275,7 @@ mod tests {
         ];
         for values in cases {
             let (min, max, nans) = min_max_nans(&values);
-            let (min, max, nans) = settle_zeros(&[&values], min, max, nans);
+            let (min, max) = settle_zeros(&[&values], min, max);
             let present: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
             let want_min = present.iter().copied().min_by(f64::total_cmp).unwrap();
             let want_max = present.iter().copied().max_by(f64::total_cmp).unwrap();
