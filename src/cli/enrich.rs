@@ -132,11 +132,21 @@ pub fn run(args: &EnrichArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     // Large inputs are streamed in blocks into the output; when that cannot give what the whole-input way
     // gives (see stream.rs), everything is done the whole-input way instead.
+    let why = super::stream::StopReason::new();
     let streamed =
-        super::stream::enrich_streaming(&pipeline, args, &destination, &metadata, &progress)?;
+        super::stream::enrich_streaming(&pipeline, args, &destination, &metadata, &progress, &why)?;
     let outcome = match streamed {
         Some(outcome) => outcome,
-        None => enrich_whole(&pipeline, args, &destination, &metadata, &progress, started)?,
+        None => {
+            if let (true, Some(why)) = (args.source.verbose, why.get()) {
+                let limit = pipeline.read.budget.as_ref().map_or(0, |b| b.limit());
+                eprintln!(
+                    "mfu: reading every input whole, within --max-memory {}: {why}",
+                    mfu::read::memory::format_size(limit)
+                );
+            }
+            enrich_whole(&pipeline, args, &destination, &metadata, &progress, started)?
+        }
     };
     progress.finish_and_clear();
     report(args, &pipeline, outcome, started)
@@ -311,6 +321,7 @@ fn process(
     metadata: &mfu::write::Metadata,
 ) -> anyhow::Result<Processed> {
     let loaded = pipeline.load(input, false)?;
+    let held = loaded.held;
     let enriched = loaded.enriched;
     if args.strict {
         if let Some((why, rows)) = enriched.stats.unresolved.first() {
@@ -321,6 +332,9 @@ fn process(
     if let Destination::PerInput { paths, format } = destination {
         let mut df = frame.take().expect("just set");
         write_file(&paths[index], *format, &mut df, metadata, args.force)?;
+        drop(held); // written: the memory its rows took is free again
+    } else {
+        held.keep(); // every input's rows are held until they are written together
     }
     Ok(Processed {
         frame,

@@ -16,9 +16,10 @@ use mfu::columns::{
 use mfu::enrich::{enrich_frame, is_enriched, reuse_enriched, EnrichOptions, Enriched};
 use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
+use mfu::read::memory::{format_size, parse_size};
 use mfu::read::{
-    expand_inputs, group_tensorboard_tags, read_input, Input, InputFormat, ReadOptions, Reject,
-    RowKinds, Shape,
+    expand_inputs, group_tensorboard_tags, read_input, Held, Input, InputFormat, MemoryBudget,
+    ReadOptions, Reject, RowKinds, Shape,
 };
 
 use super::{AttentionArg, PeakTableArgs, RecomputeArg};
@@ -125,6 +126,13 @@ pub struct SourceArgs {
     #[arg(long)]
     pub skip_bad_rows: bool,
 
+    /// The most memory that inputs read whole may take together, by mfu's estimate (about 3x a table's
+    /// decompressed bytes, 8x a JSON document's), e.g. 8G or 512M. An input that would pass it is refused
+    /// with an error instead of exhausting the machine. Large JSON Lines and CSV logs written with -o FILE
+    /// stream in blocks and are not counted. Default: half the machine's (or the cgroup's) memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<u64>,
+
     /// Threads for processing inputs in parallel (default: one per core).
     #[arg(short, long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -197,6 +205,8 @@ pub struct Pipeline {
 
 /// What reading and enriching one input showed, for its warnings and --verbose lines.
 pub struct Seen {
+    /// How it was read: whole (and how many bytes), or streamed in blocks.
+    pub how: String,
     pub shape: Shape,
     pub rows: usize,
     pub notes: Vec<String>,
@@ -210,6 +220,8 @@ pub struct Seen {
 /// One input, read and enriched.
 pub struct Loaded {
     pub enriched: Enriched,
+    /// The memory its read reserved from --max-memory; given back when dropped.
+    pub held: Held,
     /// Lines or rows that were not read: a torn last line, and those skipped under --skip-bad-rows.
     pub rejects: Vec<Reject>,
     /// Things the user should know (non-numeric cells, renamed columns, missing timing).
@@ -279,6 +291,9 @@ impl SourceArgs {
                 rows: self.rows,
                 line_regex: self.line_regex.clone(),
                 skip_bad_rows: self.skip_bad_rows,
+                budget: Some(MemoryBudget::new(
+                    self.max_memory.unwrap_or_else(MemoryBudget::default_limit),
+                )),
             },
             options,
             jobs: self.jobs,
@@ -326,6 +341,7 @@ impl Pipeline {
             );
         }
         let seen = Seen {
+            how: format!("read whole ({})", format_size(read.bytes)),
             shape: read.shape,
             rows,
             notes: read.notes,
@@ -341,6 +357,7 @@ impl Pipeline {
         Ok((
             Loaded {
                 enriched,
+                held: read.held,
                 rejects,
                 warnings,
             },
@@ -354,10 +371,11 @@ impl Pipeline {
             return Vec::new();
         }
         let mut lines = vec![format!(
-            "mfu: {}: {} log, {} rows; {}",
+            "mfu: {}: {} log, {} rows, {}; {}",
             input.display,
             seen.shape,
             seen.rows,
+            seen.how,
             seen.mapping.describe()
         )];
         for note in &seen.notes {

@@ -13,6 +13,7 @@
 //! name until the end, so starting again leaves no trace.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
@@ -21,6 +22,8 @@ use rayon::prelude::*;
 
 use mfu::columns::{ColumnMapping, Field, FieldSource};
 use mfu::enrich::{enrich_frame, tag_source};
+use mfu::read::compression::{size_up_to, Size};
+use mfu::read::memory::{format_size, TABLE_FACTOR};
 use mfu::read::stream::{block_bytes, parse_block, BlockReader};
 use mfu::read::{shapes, Input, InputFormat, Shape};
 use mfu::write::parquet::ROW_GROUP_ROWS;
@@ -36,20 +39,31 @@ type LoadResult = anyhow::Result<(super::source::Loaded, Vec<String>)>;
 /// Small inputs read in parallel before their rows are written: enough to keep every thread busy.
 const WINDOW_INPUTS: usize = 64;
 
-/// Enriches every input into the one output, or says (`None`) that the whole-input way must do it.
+/// Why streaming stopped (the first reason given), for --verbose.
+pub(super) type StopReason = OnceLock<String>;
+
+/// Enriches every input into the one output, or says (`None`, with the reason in `why`) that the
+/// whole-input way must do it.
 pub(super) fn enrich_streaming(
     pipeline: &Pipeline,
     args: &EnrichArgs,
     destination: &Destination,
     metadata: &Metadata,
     progress: &ProgressBar,
+    why: &StopReason,
 ) -> anyhow::Result<Option<Outcome>> {
     let Destination::One {
         path: Some(path),
         format,
     } = destination
     else {
-        return Ok(None); // standard output cannot be taken back, --out-dir writes one file per input
+        // Standard output cannot be taken back, --out-dir writes one file per input.
+        let _ = why.set(if matches!(destination, Destination::One { .. }) {
+            "-o - reads every input whole".into()
+        } else {
+            "--out-dir reads each input whole".into()
+        });
+        return Ok(None);
     };
     let inputs = &pipeline.inputs;
     let plain = matches!(pipeline.read.shape, None | Some(Shape::Table))
@@ -59,6 +73,10 @@ pub(super) fn enrich_streaming(
             .iter()
             .any(|i| i.path.is_none() || !i.companions.is_empty())
     {
+        let _ = why.set(
+            "--shape, --line-regex, standard input and TensorBoard tag exports are read whole"
+                .into(),
+        );
         return Ok(None);
     }
     let started = Instant::now();
@@ -67,7 +85,14 @@ pub(super) fn enrich_streaming(
     let pool = pipeline.pool()?;
     let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
     let mut verbose: Vec<String> = Vec::new();
-    let large: Vec<bool> = inputs.iter().map(is_large).collect();
+    // Each input's decompressed size, up to a block: a larger one streams in blocks.
+    let block = block_bytes() as u64;
+    let sizes: Vec<Option<u64>> =
+        pool.install(|| inputs.par_iter().map(|i| small_size(i, block)).collect());
+    let large: Vec<bool> = sizes.iter().map(Option::is_none).collect();
+    // A window of small inputs holds at most this many bytes of them (plus one input), so memory stays
+    // bounded by blocks, not by how many small files there are.
+    let window_bytes = block * pool.current_num_threads().max(2) as u64;
     let done = pool.install(|| -> anyhow::Result<bool> {
         // Small inputs loaded (read and enriched, in parallel) but not yet written.
         let mut loaded: Vec<(&Input, LoadResult)> = Vec::new();
@@ -76,7 +101,7 @@ pub(super) fn enrich_streaming(
             // A large input streams on its own once the small ones before it are written.
             if loaded.is_empty() && next < inputs.len() && large[next] {
                 let Some((report, lines)) =
-                    stream_input(pipeline, args, &inputs[next], &mut sink, stacked)?
+                    stream_input(pipeline, args, &inputs[next], &mut sink, stacked, why)?
                 else {
                     return Ok(false);
                 };
@@ -90,10 +115,16 @@ pub(super) fn enrich_streaming(
                 return Ok(true);
             }
             // The next window of small inputs loads while the one before is written.
-            let end = (next..inputs.len())
-                .take(WINDOW_INPUTS)
-                .find(|&i| large[i])
-                .unwrap_or(inputs.len().min(next + WINDOW_INPUTS));
+            let mut end = next;
+            let mut bytes = 0;
+            while end < inputs.len()
+                && end - next < WINDOW_INPUTS
+                && !large[end]
+                && (end == next || bytes < window_bytes)
+            {
+                bytes += sizes[end].unwrap_or(0);
+                end += 1;
+            }
             let window = &inputs[next..end];
             let writing = std::mem::take(&mut loaded);
             let (ready, written) = rayon::join(
@@ -106,9 +137,17 @@ pub(super) fn enrich_streaming(
                 || -> anyhow::Result<bool> {
                     for (input, result) in writing {
                         let Ok((loaded, lines)) = result else {
+                            let _ = why.set(format!(
+                                "{} failed; the whole-input way reports it",
+                                input.display
+                            ));
                             return Ok(false);
                         };
                         if args.strict && !loaded.enriched.stats.unresolved.is_empty() {
+                            let _ = why.set(format!(
+                                "{}: --strict and an unresolved peak",
+                                input.display
+                            ));
                             return Ok(false);
                         }
                         let frame = if stacked {
@@ -117,8 +156,14 @@ pub(super) fn enrich_streaming(
                             loaded.enriched.frame
                         };
                         if !pushed(sink.push(frame, stacked))? {
+                            let _ = why.set(format!(
+                                "{}: its columns or types differ from the rows written before",
+                                input.display
+                            ));
                             return Ok(false);
                         }
+                        // Its rows are written: the memory they held is free again.
+                        drop(loaded.held);
                         reports.push(InputReport {
                             stats: loaded.enriched.stats,
                             warnings: loaded.warnings,
@@ -137,7 +182,11 @@ pub(super) fn enrich_streaming(
             next = end;
         }
     })?;
-    if !done || !pushed(sink.finish())? {
+    if !done {
+        return Ok(None);
+    }
+    if !pushed(sink.finish())? {
+        let _ = why.set("the inputs' columns do not fit one table".into());
         return Ok(None);
     }
     if std::env::var_os("MFU_TIMINGS").is_some() {
@@ -166,19 +215,19 @@ fn pushed(result: Result<(), SinkError>) -> anyhow::Result<bool> {
     }
 }
 
-/// Inputs larger than a block are read in blocks; a compressed one when it would be once decompressed
-/// (counting on logs compressing about eight to one).
-fn is_large(input: &Input) -> bool {
+/// An input's decompressed size when it is at most a block (read whole), `None` when larger (read in
+/// blocks). A compressed input is judged by what it becomes, counted as it is decompressed (up to a
+/// block), never by its size on disk. One that cannot be read counts as small: reading it whole reports
+/// why.
+fn small_size(input: &Input, block: u64) -> Option<u64> {
     let Some(path) = input.path.as_deref() else {
-        return false;
+        return Some(0);
     };
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    let ratio = if name.ends_with(".gz") || name.ends_with(".zst") {
-        8
-    } else {
-        1
-    };
-    std::fs::metadata(path).is_ok_and(|m| m.len() * ratio > block_bytes() as u64)
+    match size_up_to(path, block) {
+        Ok(Size::Exactly(n)) => Some(n),
+        Ok(Size::Over(_)) => None,
+        Err(_) => Some(0),
+    }
 }
 
 /// Whether rows of a log mapped this way can be computed block by block.
@@ -215,6 +264,8 @@ struct Gathered {
     columns: Option<HashSet<String>>,
     /// Seconds spent enriching (MFU_TIMINGS).
     enrich_s: f64,
+    /// Blocks (or slices) read.
+    blocks: usize,
 }
 
 /// One block or slice, enriched.
@@ -223,8 +274,8 @@ enum Enriched {
     Rows(DataFrame),
     /// Nothing to write (a block of blank lines).
     Empty,
-    /// Streaming must stop.
-    Stop,
+    /// Streaming must stop, for this reason.
+    Stop(String),
 }
 
 impl Gathered {
@@ -247,21 +298,38 @@ impl Gathered {
             .collect();
         match &self.columns {
             // Another set of columns could map to other fields: not the rows the whole file gives.
-            Some(first) if *first != names => return Ok(Enriched::Stop),
+            Some(first) if *first != names => {
+                return Ok(Enriched::Stop(format!(
+                    "{}: a later block has other columns than the first",
+                    input.display
+                )))
+            }
             Some(_) => {}
             None => self.columns = Some(names),
         }
         let clock = Instant::now();
         let Ok(enriched) = enrich_frame(frame, &pipeline.options) else {
-            return Ok(Enriched::Stop);
+            return Ok(Enriched::Stop(format!(
+                "{}: a block could not be enriched; the whole-input way reports why",
+                input.display
+            )));
         };
         self.enrich_s += clock.elapsed().as_secs_f64();
-        if !row_local(&enriched.mapping, pipeline)
-            || (args.strict && !enriched.stats.unresolved.is_empty())
-        {
-            return Ok(Enriched::Stop);
+        if !row_local(&enriched.mapping, pipeline) {
+            return Ok(Enriched::Stop(format!(
+                "{}: cumulative counters or --window need the rows before each block",
+                input.display
+            )));
         }
+        if args.strict && !enriched.stats.unresolved.is_empty() {
+            return Ok(Enriched::Stop(format!(
+                "{}: --strict and an unresolved peak",
+                input.display
+            )));
+        }
+        self.blocks += 1;
         let seen = self.seen.get_or_insert_with(|| Seen {
+            how: String::new(),
             shape: Shape::Table,
             rows: 0,
             notes: Vec::new(),
@@ -297,6 +365,7 @@ impl Gathered {
         write_s: &mut f64,
         read_times: &mut [f64; 2],
         mut next: Box<NextFrame<'_>>,
+        why: &StopReason,
     ) -> anyhow::Result<bool> {
         let Target {
             pipeline,
@@ -316,7 +385,10 @@ impl Gathered {
             let (produced, written) = rayon::join(
                 || -> anyhow::Result<Option<Enriched>> {
                     let Ok(frame) = next(read_times) else {
-                        return Ok(Some(Enriched::Stop));
+                        return Ok(Some(Enriched::Stop(format!(
+                            "{}: a block could not be read; the whole-input way reports why",
+                            input.display
+                        ))));
                     };
                     match (frame, early) {
                         (None, _) => Ok(None),
@@ -332,16 +404,28 @@ impl Gathered {
                             match state.enrich(pipeline, args, input, f, stacked)? {
                                 Enriched::Rows(f) => f,
                                 Enriched::Empty => return Ok(true),
-                                Enriched::Stop => return Ok(false),
+                                Enriched::Stop(reason) => {
+                                    let _ = why.set(reason);
+                                    return Ok(false);
+                                }
                             }
                         }
                         (Some(Enriched::Rows(f)), None) => f,
-                        (Some(Enriched::Stop), _) => return Ok(false),
+                        (Some(Enriched::Stop(reason)), _) => {
+                            let _ = why.set(reason);
+                            return Ok(false);
+                        }
                         (Some(Enriched::Empty), _) | (None, _) => return Ok(true),
                     };
                     let clock = Instant::now();
                     let ok = pushed(sink.push(frame, stacked))?;
                     *write_s += clock.elapsed().as_secs_f64();
+                    if !ok {
+                        let _ = why.set(format!(
+                            "{}: a block's column types differ from the rows written before",
+                            input.display
+                        ));
+                    }
                     Ok(ok)
                 },
             );
@@ -351,11 +435,24 @@ impl Gathered {
             match produced? {
                 // The writing side took and wrote the last pending frame in this round.
                 None => return Ok(true),
-                Some(Enriched::Stop) => return Ok(false),
+                Some(Enriched::Stop(reason)) => {
+                    let _ = why.set(reason);
+                    return Ok(false);
+                }
                 Some(e) => pending = Some(e),
             }
         }
     }
+}
+
+/// How a large input was read, for --verbose.
+enum How {
+    /// Parquet decoded batch by batch.
+    Batches,
+    /// Parquet read whole (this many bytes), then written a row group at a time.
+    Slices(u64),
+    /// JSON Lines or CSV in blocks of lines.
+    Blocks,
 }
 
 /// Whether the input starts like a plain table (not a Git LFS pointer, not a trainer's own layout).
@@ -375,6 +472,7 @@ fn stream_input(
     input: &Input,
     sink: &mut Sink,
     stacked: bool,
+    why: &StopReason,
 ) -> anyhow::Result<Option<(InputReport, Vec<String>)>> {
     let path = input.path.as_deref().expect("streamed inputs are files");
     let started = Instant::now();
@@ -383,6 +481,7 @@ fn stream_input(
         stats: Default::default(),
         columns: None,
         enrich_s: 0.0,
+        blocks: 0,
     };
     let mut read_times = [0.0; 2];
     let mut torn = None;
@@ -401,7 +500,9 @@ fn stream_input(
         None
     };
     // Where the frames come from, and on which side of the overlap they are enriched (see Gathered::run).
+    let how;
     let (enrich_early, next): (bool, Box<NextFrame<'_>>) = if let Some(mut batches) = batches {
+        how = How::Batches;
         // Parquet of plain columns: each batch decoded and enriched while the one before is written.
         let next = move |times: &mut [f64; 2]| {
             let clock = Instant::now();
@@ -413,9 +514,14 @@ fn stream_input(
     } else if parquet || format == Some(InputFormat::Parquet) {
         // Other Parquet is read whole by polars (it is compact, and columnar), then enriched and written a
         // row group at a time.
-        let Ok(read) = mfu::read::read_input(input, &pipeline.read) else {
-            return Ok(None);
+        let read = match mfu::read::read_input(input, &pipeline.read) {
+            Ok(read) => read,
+            Err(e) => {
+                let _ = why.set(format!("{e}"));
+                return Ok(None);
+            }
         };
+        how = How::Slices(read.bytes);
         let mut start = 0;
         let slices = move |_: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
             if start >= read.frame.height() {
@@ -427,22 +533,44 @@ fn stream_input(
         };
         (true, Box::new(slices))
     } else {
+        let unreadable = || {
+            format!(
+                "{}: cannot be read in blocks; the whole-input way reports why",
+                input.display
+            )
+        };
         let Some(format) = format else {
+            let _ = why.set(unreadable());
             return Ok(None);
         };
-        let Ok(mut reader) = BlockReader::open(path, format) else {
+        let Ok(reader) = BlockReader::open(path, format) else {
+            let _ = why.set(unreadable());
             return Ok(None);
+        };
+        // A line that outgrows what a whole read may take stops streaming: the whole-input way then
+        // refuses the input with the budget's error.
+        let mut reader = match &pipeline.read.budget {
+            Some(b) => reader.with_max_block_bytes(
+                usize::try_from(b.limit() / TABLE_FACTOR).unwrap_or(usize::MAX),
+            ),
+            None => reader,
         };
         // The first block's first bytes decide whether this is a plain table at all.
         let Ok(first) = reader.next_block() else {
+            let _ = why.set(unreadable());
             return Ok(None);
         };
         let head = first
             .as_ref()
             .map_or(&[][..], |b| &b.bytes[..b.bytes.len().min(64 * 1024)]);
         if !plain_table(pipeline, path, head) {
+            let _ = why.set(format!(
+                "{}: a trainer's own layout, read whole",
+                input.display
+            ));
             return Ok(None);
         }
+        how = How::Blocks;
         let mut first = first;
         let skip_bad = pipeline.read.skip_bad_rows;
         let (torn, rejects) = (&mut torn, &mut rejects);
@@ -476,12 +604,30 @@ fn stream_input(
         &mut write_s,
         &mut read_times,
         next,
+        why,
     )?;
     if !streamed {
         return Ok(None);
     }
     let Some(mut seen) = gathered.seen else {
+        let _ = why.set(format!("{}: no rows", input.display));
         return Ok(None); // no rows: the whole-input way says what it makes of that
+    };
+    seen.how = match how {
+        How::Batches => format!(
+            "streamed, {} batches of up to {ROW_GROUP_ROWS} rows",
+            gathered.blocks
+        ),
+        How::Slices(bytes) => format!(
+            "read whole ({} of Parquet), written {} row groups at a time",
+            format_size(bytes),
+            gathered.blocks
+        ),
+        How::Blocks => format!(
+            "streamed, {} blocks of up to {}",
+            gathered.blocks,
+            format_size(block_bytes() as u64)
+        ),
     };
     if std::env::var_os("MFU_TIMINGS").is_some() {
         let [read, parse] = read_times;

@@ -5,11 +5,13 @@
 //! whatever its name, and gzip or zstd compression by theirs.
 
 pub(crate) mod bytes;
+pub mod compression;
 pub mod csv;
 pub mod flat_csv;
 pub mod flat_json;
 pub mod inputs;
 pub mod jsonl;
+pub mod memory;
 pub(crate) mod number;
 pub mod parquet;
 pub mod shapes;
@@ -18,13 +20,17 @@ pub(crate) mod text_column;
 pub(crate) mod validity;
 
 use std::fmt;
-use std::io::Read;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use polars::prelude::DataFrame;
 
+pub use compression::Compression;
 pub use inputs::{expand_inputs, group_tensorboard_tags, Input, InputError};
 pub use jsonl::Reject;
+pub use memory::{Held, MemoryBudget};
 pub use shapes::{RowKinds, Shape};
 
 /// A table format mfu reads.
@@ -105,6 +111,12 @@ pub enum ReadError {
     LfsPointer { input: String },
     #[error("{input}: --shape {shape} needs --line-regex with named groups")]
     NeedsLineRegex { input: String, shape: Shape },
+    #[error("{input}: too large to read whole: {what}, beyond --max-memory {limit}; raise --max-memory or split the input (docs/memory.md says what mfu streams instead)", limit = memory::format_size(*limit))]
+    TooLarge {
+        input: String,
+        what: String,
+        limit: u64,
+    },
     #[error("{input}: not valid {format}: {message}")]
     Parse {
         input: String,
@@ -114,34 +126,155 @@ pub enum ReadError {
 }
 
 const PARQUET_MAGIC: &[u8] = b"PAR1";
-pub(crate) const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
-pub(crate) const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 
-/// Undoes gzip or zstd compression, recognised by magic bytes.
-fn decompress(input: &str, bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
-    let (name, result) = if bytes.starts_with(GZIP_MAGIC) {
-        let mut out = Vec::with_capacity(bytes.len() * 4);
-        let r = flate2::read::MultiGzDecoder::new(bytes.as_slice()).read_to_end(&mut out);
-        ("gzip", r.map(|_| out))
-    } else if bytes.starts_with(ZSTD_MAGIC) {
-        ("zstd", zstd::stream::decode_all(bytes.as_slice()))
-    } else {
-        return Ok(bytes);
-    };
-    result.map_err(|source| ReadError::Decompress {
-        input: input.to_string(),
-        compression: name,
-        source,
-    })
-}
+/// Bytes read (and reserved) at a time when the size is not known beforehand.
+const CHUNK_BYTES: u64 = 8 << 20;
 
-/// An input's bytes, decompressed.
-fn load_bytes(input: &Input) -> Result<Vec<u8>, ReadError> {
-    let raw = input.read_bytes().map_err(|source| ReadError::Io {
+/// An input's bytes, decompressed, with the memory reserved for them from `budget` (their bytes times
+/// [`memory::TABLE_FACTOR`]). An uncompressed file reserves its size before it is read; a compressed file
+/// or standard input reserves as it is read, so one that would outgrow the budget is stopped early.
+fn load_bytes(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<(Vec<u8>, Held), ReadError> {
+    let io_error = |source| ReadError::Io {
         input: input.display.clone(),
         source,
-    })?;
-    decompress(&input.display, raw)
+    };
+    let mut raw: Box<dyn BufRead + Send> = match &input.path {
+        Some(p) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            File::open(p).map_err(io_error)?,
+        )),
+        None => Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
+    };
+    let compression = Compression::sniff(raw.fill_buf().map_err(io_error)?);
+    let known = match (&input.path, compression) {
+        (Some(p), None) => Some(std::fs::metadata(p).map_err(io_error)?.len()),
+        _ => None,
+    };
+    let mut held = Held::none();
+    let reserve = |bytes: u64, read: u64, held: &mut Held| -> Result<(), ReadError> {
+        let Some(budget) = budget else {
+            return Ok(());
+        };
+        match budget.reserve(bytes.saturating_mul(memory::TABLE_FACTOR)) {
+            Ok(more) => {
+                held.absorb(more);
+                Ok(())
+            }
+            Err(over) => Err(ReadError::TooLarge {
+                input: input.display.clone(),
+                what: too_large_what(read + bytes, known.is_none(), over),
+                limit: over.limit,
+            }),
+        }
+    };
+    if let Some(len) = known {
+        reserve(len, 0, &mut held)?;
+    }
+    let read_error = |source| match compression {
+        Some(c) => ReadError::Decompress {
+            input: input.display.clone(),
+            compression: c.name(),
+            source,
+        },
+        None => io_error(source),
+    };
+    let mut reader: Box<dyn Read + Send> = match compression {
+        Some(c) => c.decoder(raw).map_err(read_error)?,
+        None => raw,
+    };
+    let mut bytes = Vec::with_capacity(known.map_or(CHUNK_BYTES, |n| n + 1) as usize);
+    loop {
+        let read = (&mut reader)
+            .take(CHUNK_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)? as u64;
+        if known.is_none() && read > 0 {
+            reserve(read, bytes.len() as u64 - read, &mut held)?;
+        }
+        if read < CHUNK_BYTES {
+            break;
+        }
+    }
+    Ok((bytes, held))
+}
+
+/// What a read that did not fit the budget needed, for its error.
+fn too_large_what(bytes: u64, still_reading: bool, over: memory::OverBudget) -> String {
+    use memory::format_size;
+    let size = if still_reading {
+        format!("more than {} once decompressed", format_size(bytes))
+    } else {
+        format!("{} of input", format_size(bytes))
+    };
+    let others = if over.held > 0 {
+        format!(
+            ", with {} already held by other inputs read whole",
+            format_size(over.held)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{size} would take about {} of memory{others}",
+        format_size(bytes.saturating_mul(memory::TABLE_FACTOR))
+    )
+}
+
+/// Reserves what parsing `bytes` as `shape` takes beyond [`memory::TABLE_FACTOR`] times their size: a JSON
+/// document becomes a tree first, a Parquet file decodes to its uncompressed size.
+fn reserve_parsing(
+    input: &Input,
+    shape: Shape,
+    bytes: &[u8],
+    budget: Option<&Arc<MemoryBudget>>,
+    held: &mut Held,
+) -> Result<(), ReadError> {
+    let Some(budget) = budget else {
+        return Ok(());
+    };
+    let len = bytes.len() as u64;
+    let needed = if bytes.starts_with(PARQUET_MAGIC) {
+        parquet::decoded_size(bytes).map_or(0, |decoded| decoded.saturating_mul(2))
+    } else if matches!(shape, Shape::HfTrainerState | Shape::Megatron) {
+        len.saturating_mul(memory::DOCUMENT_FACTOR)
+    } else {
+        0
+    };
+    let extra = needed.saturating_sub(len.saturating_mul(memory::TABLE_FACTOR));
+    if extra == 0 {
+        return Ok(());
+    }
+    match budget.reserve(extra) {
+        Ok(more) => {
+            held.absorb(more);
+            Ok(())
+        }
+        Err(over) => Err(ReadError::TooLarge {
+            input: input.display.clone(),
+            what: format!(
+                "{} of {} would take about {} of memory{}",
+                memory::format_size(len),
+                if bytes.starts_with(PARQUET_MAGIC) {
+                    "Parquet".to_string()
+                } else {
+                    format!("{shape} JSON")
+                },
+                memory::format_size(needed),
+                if over.held > held.bytes() {
+                    format!(
+                        ", with {} already held by other inputs read whole",
+                        memory::format_size(over.held - held.bytes())
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            limit: over.limit,
+        }),
+    }
 }
 
 /// How to read inputs, shared by every input of a run.
@@ -157,6 +290,8 @@ pub struct ReadOptions {
     pub line_regex: Option<regex::Regex>,
     /// `--skip-bad-rows`: drop malformed JSONL lines and ragged CSV rows instead of failing.
     pub skip_bad_rows: bool,
+    /// `--max-memory`: what inputs read whole may take, shared by the run's threads (`None`: no limit).
+    pub budget: Option<Arc<MemoryBudget>>,
 }
 
 /// One input as a frame, with the shape it was read as and what was inferred on the way.
@@ -169,11 +304,17 @@ pub struct ReadOutcome {
     pub torn: Option<Reject>,
     /// Malformed lines or rows dropped under `--skip-bad-rows`.
     pub rejects: Vec<Reject>,
+    /// The input's bytes once decompressed (all of its files, for a group of tag exports).
+    pub bytes: u64,
+    /// The memory reserved for this input from [`ReadOptions::budget`]; given back when dropped.
+    pub held: Held,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
 pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, ReadError> {
-    let bytes = load_bytes(input)?;
+    let budget = options.budget.as_ref();
+    let (bytes, mut held) = load_bytes(input, budget)?;
+    let mut total_bytes = bytes.len() as u64;
     if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
         return Err(ReadError::LfsPointer {
             input: input.display.clone(),
@@ -201,6 +342,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
             message: "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
         });
     }
+    reserve_parsing(input, shape, &bytes, budget, &mut held)?;
     let shape_error = |message: String| ReadError::Shape {
         input: input.display.clone(),
         shape,
@@ -216,6 +358,8 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                 notes: Vec::new(),
                 torn,
                 rejects,
+                bytes: total_bytes,
+                held,
             });
         }
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
@@ -228,7 +372,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                     .frame,
             ];
             for path in &input.companions {
-                let bytes = load_bytes(&Input::file(path.clone(), PathBuf::new()))?;
+                let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
+                total_bytes += bytes.len() as u64;
+                held.absorb(more);
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -275,6 +421,8 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         notes: shaped.notes,
         torn: None,
         rejects: Vec::new(),
+        bytes: total_bytes,
+        held,
     })
 }
 
@@ -346,23 +494,101 @@ mod tests {
         }
     }
 
+    fn file_input(dir: &Path, name: &str, bytes: &[u8]) -> Input {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        Input::file(path, PathBuf::from(name))
+    }
+
     #[test]
-    fn decompress_passes_plain_bytes_and_reports_truncation() {
-        assert_eq!(decompress("x", b"abc".to_vec()).unwrap(), b"abc");
+    fn loads_plain_and_compressed_bytes_and_reports_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = file_input(dir.path(), "a.jsonl", b"abc");
+        assert_eq!(load_bytes(&plain, None).unwrap().0, b"abc");
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         std::io::Write::write_all(&mut gz, b"hello world, hello world").unwrap();
         let full = gz.finish().unwrap();
+        let whole = file_input(dir.path(), "b.jsonl.gz", &full);
         assert_eq!(
-            decompress("x", full.clone()).unwrap(),
+            load_bytes(&whole, None).unwrap().0,
             b"hello world, hello world"
         );
-        let cut = full[..full.len() - 6].to_vec();
-        let err = decompress("x.gz", cut).unwrap_err().to_string();
+        let cut = file_input(dir.path(), "c.jsonl.gz", &full[..full.len() - 6]);
+        let err = load_bytes(&cut, None).unwrap_err().to_string();
         assert!(
-            err.starts_with("x.gz: gzip data is corrupt or cut short"),
+            err.contains("c.jsonl.gz: gzip data is corrupt or cut short"),
             "{err}"
         );
         let z = zstd::stream::encode_all(&b"zstd bytes"[..], 3).unwrap();
-        assert_eq!(decompress("x", z).unwrap(), b"zstd bytes");
+        let zst = file_input(dir.path(), "d.bin", &z);
+        assert_eq!(load_bytes(&zst, None).unwrap().0, b"zstd bytes");
+    }
+
+    #[test]
+    fn whole_reads_reserve_memory_and_stop_at_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = b"{\"step_time\":0.5,\"tokens\":1024}\n".repeat(1 << 16); // 2 MiB
+        let plain = file_input(dir.path(), "a.jsonl", &text);
+        let packed = zstd::stream::encode_all(&text[..], 3).unwrap();
+        let zst = file_input(dir.path(), "a.jsonl.zst", &packed);
+        let n = text.len() as u64;
+        // Enough for one: the reservation is held until dropped.
+        let budget = MemoryBudget::new(n * memory::TABLE_FACTOR);
+        let (bytes, held) = load_bytes(&plain, Some(&budget)).unwrap();
+        assert_eq!(
+            (bytes.len() as u64, held.bytes()),
+            (n, n * memory::TABLE_FACTOR)
+        );
+        let err = load_bytes(&zst, Some(&budget)).unwrap_err().to_string();
+        assert!(
+            err.contains("a.jsonl.zst: too large to read whole"),
+            "{err}"
+        );
+        assert!(err.contains("already held by other inputs"), "{err}");
+        drop(held);
+        assert_eq!(budget.held(), 0);
+        let (bytes, held) = load_bytes(&zst, Some(&budget)).unwrap();
+        assert_eq!(bytes, text);
+        drop(held);
+        // A compressed file is stopped as it is read, before it is all in memory.
+        let small = MemoryBudget::new(1 << 20);
+        let err = load_bytes(&zst, Some(&small)).unwrap_err().to_string();
+        assert!(err.contains("more than"), "{err}");
+        assert!(err.contains("beyond --max-memory 1.0 MiB"), "{err}");
+        assert_eq!(small.held(), 0);
+        let err = load_bytes(&plain, Some(&small)).unwrap_err().to_string();
+        assert!(
+            err.contains("2.0 MiB of input would take about 6.0 MiB"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn json_documents_reserve_more_than_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = String::from("{\n  \"log_history\": [");
+        for step in 1..=2000 {
+            state.push_str(&format!("{{\"step\": {step}, \"loss\": 1.5}},"));
+        }
+        state.push_str("{\"step\": 2001, \"loss\": 1.0}], \"global_step\": 2001}");
+        let input = file_input(dir.path(), "trainer_state.json", state.as_bytes());
+        let n = state.len() as u64;
+        let options = |limit| ReadOptions {
+            budget: Some(MemoryBudget::new(limit)),
+            ..ReadOptions::default()
+        };
+        let err = read_input(&input, &options(n * memory::TABLE_FACTOR))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("hf-trainer-state JSON would take about"),
+            "{err}"
+        );
+        let read = read_input(&input, &options(n * memory::DOCUMENT_FACTOR)).unwrap();
+        assert_eq!(read.frame.height(), 2001);
+        assert_eq!(
+            (read.bytes, read.held.bytes()),
+            (n, n * memory::DOCUMENT_FACTOR)
+        );
     }
 }

@@ -11,6 +11,26 @@ pub fn read(bytes: Vec<u8>) -> Result<DataFrame, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The bytes a Parquet file's row groups take once decoded, as its footer records them (`None` when the
+/// footer cannot be read; the reader then says why).
+pub fn decoded_size(bytes: &[u8]) -> Option<u64> {
+    let n = bytes.len();
+    if n < 12 || !bytes.ends_with(b"PAR1") {
+        return None;
+    }
+    let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
+    let start = n.checked_sub(8usize.checked_add(len)?)?;
+    let meta =
+        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8])
+            .ok()?;
+    Some(
+        meta.row_groups()
+            .iter()
+            .map(|rg| rg.total_byte_size().max(0) as u64)
+            .sum(),
+    )
+}
+
 /// A Parquet file read in batches by arrow-rs, for streaming: memory holds one batch, not the file. Only
 /// for files whose columns are all of plain types (booleans, integers, floats, text), which polars imports
 /// as the same types its own reader gives; for anything else [`ArrowBatches::open`] says `None` and the

@@ -2,13 +2,12 @@
 //! file. Each block is parsed on its own ([`parse_block`]); line numbers in errors and rejects stay those of
 //! the file. Compressed inputs are decompressed as they are read.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use polars::prelude::DataFrame;
 
-use super::{csv, jsonl, InputFormat, Reject, GZIP_MAGIC, ZSTD_MAGIC};
+use super::{compression, csv, jsonl, InputFormat, Reject};
 
 /// Bytes of input per block: enough lines to keep both cores busy parsing, few enough that a block and its
 /// enriched rows stay small.
@@ -46,20 +45,14 @@ pub struct BlockReader {
     header: Option<Vec<u8>>,
     next_line: usize,
     done: bool,
+    /// The most bytes one block may grow to when a line is longer than a block.
+    max_block_bytes: usize,
 }
 
 impl BlockReader {
     /// Opens `path`, undoing gzip or zstd compression (recognised by magic bytes) as it reads.
     pub fn open(path: &Path, format: InputFormat) -> io::Result<BlockReader> {
-        let mut file = BufReader::with_capacity(1 << 16, File::open(path)?);
-        let head = file.fill_buf()?;
-        let reader: Box<dyn Read + Send> = if head.starts_with(GZIP_MAGIC) {
-            Box::new(flate2::read::MultiGzDecoder::new(file))
-        } else if head.starts_with(ZSTD_MAGIC) {
-            Box::new(zstd::stream::read::Decoder::with_buffer(file)?)
-        } else {
-            Box::new(file)
-        };
+        let (reader, _) = compression::open(path)?;
         Ok(BlockReader::new(reader, format, block_bytes()))
     }
 
@@ -76,7 +69,16 @@ impl BlockReader {
             header: None,
             next_line: 1,
             done: false,
+            max_block_bytes: usize::MAX,
         }
+    }
+
+    /// Stops with an error, rather than growing a block past `bytes`, at a line longer than that (a file
+    /// of one huge line is then no cheaper in blocks than whole: the whole-input way, with its memory
+    /// budget, takes it).
+    pub fn with_max_block_bytes(mut self, bytes: usize) -> BlockReader {
+        self.max_block_bytes = bytes.max(self.block_bytes);
+        self
     }
 
     /// The next block, or `None` after the last.
@@ -100,8 +102,16 @@ impl BlockReader {
             // A line longer than a block doubles the buffer until it ends.
             let want = if filled < self.block_bytes {
                 self.block_bytes
+            } else if filled >= self.max_block_bytes {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "line {} is longer than {} bytes",
+                        self.next_line, self.max_block_bytes
+                    ),
+                ));
             } else {
-                filled * 2
+                filled.saturating_mul(2).min(self.max_block_bytes)
             };
             // Read into spare capacity (no zeroing); a read may return less than asked.
             let read = (&mut self.reader)
@@ -250,6 +260,35 @@ mod tests {
             frames[0].column("b").unwrap().str().unwrap().get(0),
             Some("x\ny")
         );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_stops_the_reader() {
+        let text = format!(
+            "{{\"a\":1}}\n{{\"b\":\"{}\"}}\n{{\"a\":3}}\n",
+            "x".repeat(100)
+        );
+        let mut reader = BlockReader::new(
+            Box::new(io::Cursor::new(text.clone().into_bytes())),
+            InputFormat::Jsonl,
+            8,
+        )
+        .with_max_block_bytes(64);
+        let first = reader.next_block().unwrap().unwrap();
+        assert_eq!(first.bytes, b"{\"a\":1}\n");
+        let err = reader.next_block().unwrap_err().to_string();
+        assert_eq!(err, "line 2 is longer than 64 bytes");
+        // With room for it, the long line comes whole.
+        let mut reader = BlockReader::new(
+            Box::new(io::Cursor::new(text.into_bytes())),
+            InputFormat::Jsonl,
+            8,
+        )
+        .with_max_block_bytes(256);
+        reader.next_block().unwrap();
+        let second = reader.next_block().unwrap().unwrap();
+        assert_eq!(second.bytes.len(), 109 + 8); // the long line, and the one after it
+        assert_eq!(second.first_line, 2);
     }
 
     #[test]
