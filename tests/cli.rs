@@ -9,5 +9,6 @@ mod cmd_plot;
 mod cmd_summary;
 mod faults;
 mod flops;
+mod memory;
 mod peak_table;
 mod shapes;
