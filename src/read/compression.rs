@@ -73,15 +73,27 @@ pub enum Size {
 /// This is what decides whether an input is small enough to read whole, so a file that compresses a
 /// thousand to one is judged by what it becomes, not by what it takes on disk.
 pub fn size_up_to(path: &Path, cap: u64) -> io::Result<Size> {
-    let (reader, compression) = open(path)?;
-    if compression.is_none() {
-        let len = std::fs::metadata(path)?.len();
+    // Only the magic bytes are read to tell: deciding for two thousand small files reads no more of them.
+    let mut file = File::open(path)?;
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    let Some(compression) = Compression::sniff(&head[..got]) else {
+        let len = file.metadata()?.len();
         return Ok(if len > cap {
             Size::Over(cap)
         } else {
             Size::Exactly(len)
         });
-    }
+    };
+    let whole =
+        BufReader::with_capacity(1 << 16, io::Cursor::new(head).take(got as u64).chain(file));
+    let reader = compression.decoder(whole)?;
     let counted = io::copy(&mut reader.take(cap.saturating_add(1)), &mut io::sink())?;
     Ok(if counted > cap {
         Size::Over(cap)
@@ -135,6 +147,13 @@ mod tests {
                 Size::Over(4096),
                 "{path:?}"
             );
+        }
+        // Files shorter than any magic number.
+        for short in [&b""[..], b"a\n", b"\x1f"] {
+            let path = dir.path().join("short");
+            std::fs::write(&path, short).unwrap();
+            let n = short.len() as u64;
+            assert_eq!(size_up_to(&path, 10).unwrap(), Size::Exactly(n));
         }
         let (mut reader, compression) = open(&zst).unwrap();
         assert_eq!(compression, Some(Compression::Zstd));

@@ -16,12 +16,15 @@ pub(crate) const INFER_ROWS: usize = 10_000;
 /// turns fractional), again with types inferred from every row.
 fn parse(bytes: &[u8], separator: u8) -> PolarsResult<DataFrame> {
     let read = |rows: Option<usize>| {
-        CsvReadOptions::default()
-            .with_has_header(true)
-            .with_infer_schema_length(rows)
-            .with_parse_options(CsvParseOptions::default().with_separator(separator))
-            .into_reader_with_file_handle(Cursor::new(bytes))
-            .finish()
+        super::guard::catch_panic(|| {
+            CsvReadOptions::default()
+                .with_has_header(true)
+                .with_infer_schema_length(rows)
+                .with_parse_options(CsvParseOptions::default().with_separator(separator))
+                .into_reader_with_file_handle(Cursor::new(bytes))
+                .finish()
+        })
+        .unwrap_or_else(|message| Err(PolarsError::ComputeError(message.into())))
     };
     match read(Some(INFER_ROWS)) {
         Ok(df) => Ok(df),

@@ -64,10 +64,13 @@ fn parse(bytes: &[u8]) -> PolarsResult<DataFrame> {
         return Ok(df);
     }
     let read = |lines: Option<std::num::NonZeroUsize>| {
-        JsonReader::new(Cursor::new(bytes))
-            .with_json_format(JsonFormat::JsonLines)
-            .infer_schema_len(lines)
-            .finish()
+        super::guard::catch_panic(|| {
+            JsonReader::new(Cursor::new(bytes))
+                .with_json_format(JsonFormat::JsonLines)
+                .infer_schema_len(lines)
+                .finish()
+        })
+        .unwrap_or_else(|message| Err(PolarsError::ComputeError(message.into())))
     };
     match read(std::num::NonZeroUsize::new(INFER_LINES)) {
         // polars ignores keys its schema lacks: a key first seen after the sampled lines needs the full pass.

@@ -9,10 +9,12 @@
 //! a 230 KB zstd file that would become 3 GB is stopped after the budget's worth of bytes with an error
 //! naming the file and the limit, rather than the machine running out of memory.
 //!
-//! The factors are peak resident memory over decompressed bytes, measured with the release binary
-//! (`benches/memory.sh`, 2026-12-03): a JSON Lines or CSV table read whole and enriched peaked at 2.1x
-//! its bytes, so tables and text logs count [`TABLE_FACTOR`] = 3; a JSON document parsed into a tree
-//! (`trainer_state.json`, Megatron's metric JSON) counts [`DOCUMENT_FACTOR`] = 8.
+//! The factors are peak resident memory over input bytes, measured with the release binary enriching a
+//! 1M-row input read whole to Parquet (`benches/memory.sh`, 2026-12-03): JSON Lines 1.86x and CSV 2.63x
+//! their bytes, so tables and text logs count [`TABLE_FACTOR`] = 3; a `trainer_state.json` 12.3x (as HF
+//! writes it, indented) and 16.3x (compact), so a JSON document parsed into a tree (HF, Megatron) counts
+//! [`DOCUMENT_FACTOR`] = 20; a Parquet file read by polars 8.0x the uncompressed page bytes its footer
+//! records, so it counts [`PARQUET_FACTOR`] = 10 of those.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,7 +22,10 @@ use std::sync::Arc;
 /// Estimated bytes of memory per decompressed byte of a table or text log read whole.
 pub const TABLE_FACTOR: u64 = 3;
 /// Estimated bytes of memory per byte of a JSON document parsed into a tree and then into rows.
-pub const DOCUMENT_FACTOR: u64 = 8;
+pub const DOCUMENT_FACTOR: u64 = 20;
+/// Estimated bytes of memory per uncompressed page byte (as its footer records them) of a Parquet file
+/// read whole by polars.
+pub const PARQUET_FACTOR: u64 = 10;
 
 /// The memory that inputs read whole may hold at once, shared by every thread of a run.
 #[derive(Debug)]

@@ -9,6 +9,7 @@ pub mod compression;
 pub mod csv;
 pub mod flat_csv;
 pub mod flat_json;
+pub mod guard;
 pub mod inputs;
 pub mod jsonl;
 pub mod memory;
@@ -224,7 +225,7 @@ fn too_large_what(bytes: u64, still_reading: bool, over: memory::OverBudget) -> 
 }
 
 /// Reserves what parsing `bytes` as `shape` takes beyond [`memory::TABLE_FACTOR`] times their size: a JSON
-/// document becomes a tree first, a Parquet file decodes to its uncompressed size.
+/// document becomes a tree first, a Parquet file decodes to many times its pages' bytes.
 fn reserve_parsing(
     input: &Input,
     shape: Shape,
@@ -237,7 +238,7 @@ fn reserve_parsing(
     };
     let len = bytes.len() as u64;
     let needed = if bytes.starts_with(PARQUET_MAGIC) {
-        parquet::decoded_size(bytes).map_or(0, |decoded| decoded.saturating_mul(2))
+        parquet::page_bytes(bytes).map_or(0, |pages| pages.saturating_mul(memory::PARQUET_FACTOR))
     } else if matches!(shape, Shape::HfTrainerState | Shape::Megatron) {
         len.saturating_mul(memory::DOCUMENT_FACTOR)
     } else {

@@ -6,14 +6,13 @@ use polars::prelude::*;
 
 /// Parses a whole Parquet file.
 pub fn read(bytes: Vec<u8>) -> Result<DataFrame, String> {
-    ParquetReader::new(Cursor::new(bytes))
-        .finish()
+    super::guard::catch_panic(|| ParquetReader::new(Cursor::new(bytes)).finish())?
         .map_err(|e| e.to_string())
 }
 
-/// The bytes a Parquet file's row groups take once decoded, as its footer records them (`None` when the
-/// footer cannot be read; the reader then says why).
-pub fn decoded_size(bytes: &[u8]) -> Option<u64> {
+/// The bytes of a Parquet file's pages once decompressed (not yet decoded), as its footer records them
+/// (`None` when the footer cannot be read; the reader then says why).
+pub fn page_bytes(bytes: &[u8]) -> Option<u64> {
     let n = bytes.len();
     if n < 12 || !bytes.ends_with(b"PAR1") {
         return None;
@@ -75,7 +74,7 @@ impl ArrowBatches {
 
     /// The next batch as a polars frame, or `None` after the last.
     pub fn next_frame(&mut self) -> Result<Option<DataFrame>, String> {
-        match self.reader.next() {
+        match super::guard::catch_panic(|| self.reader.next())? {
             None => Ok(None),
             Some(Err(e)) => Err(e.to_string()),
             Some(Ok(batch)) => crate::arrow_bridge::record_batch_to_frame(&batch)
