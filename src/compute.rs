@@ -2,7 +2,9 @@
 //!
 //! Peaks are resolved once per distinct (device, precision) pair, never per row. A time that is zero,
 //! negative, NaN or missing, or a count that is negative or not finite, gives null derived values, never
-//! infinity; each such row is counted so the end-of-run report can say how many.
+//! infinity; so does any result that is not a finite number (a subnormal step time such as 5e-324 makes
+//! throughput overflow), the same in every output format. Each such row is counted so the end-of-run
+//! report can say how many.
 
 use std::collections::HashMap;
 
@@ -125,6 +127,8 @@ pub struct ComputeStats {
     pub bad_count_rows: usize,
     /// Rows with MFU above 1: impossible, so the FLOPs per token or the peak is wrong.
     pub mfu_above_one_rows: usize,
+    /// Rows whose inputs were valid but a derived value overflowed to infinity: null instead.
+    pub overflow_rows: usize,
     /// Each reason a peak was null, with the rows it affected.
     pub unresolved: Vec<(Unresolved, usize)>,
 }
@@ -134,6 +138,12 @@ pub struct ComputeStats {
 pub struct Computed {
     pub columns: Vec<Column>,
     pub stats: ComputeStats,
+}
+
+/// A derived value, or null when it is not a finite number: the one rule for every output format.
+#[inline]
+fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite())
 }
 
 #[inline]
@@ -274,6 +284,16 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
             (Some(w), Some(t), Some(p)) => Some(w / t / p),
             _ => None,
         };
+        let overflowed = [work_per_device, tps, achieved, mfu, mfu_fb]
+            .iter()
+            .any(|v| v.is_some_and(|v| !v.is_finite()));
+        // Infinity carries through every later division, so each value is judged on its own.
+        let (tps, achieved, mfu, mfu_fb) = if overflowed {
+            stats.overflow_rows += 1;
+            (finite(tps), finite(achieved), finite(mfu), finite(mfu_fb))
+        } else {
+            (tps, achieved, mfu, mfu_fb)
+        };
         match mfu {
             None => stats.null_mfu_rows += 1,
             Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
@@ -301,7 +321,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
 
     let scaled = |v: &[Option<f64>]| -> Vec<Option<f64>> {
         v.iter()
-            .map(|m| m.map(|m| m * FULL_RECOMPUTE_FACTOR))
+            .map(|m| finite(m.map(|m| m * FULL_RECOMPUTE_FACTOR)))
             .collect()
     };
     let mut extra_columns = if extras.hfu {
@@ -325,7 +345,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
             .iter()
             .enumerate()
             .map(|(row, peak)| match (values.logged_mfu.get(row), peak) {
-                (Some(m), Some(p)) if m.is_finite() => Some(m * logged_peak / p),
+                (Some(m), Some(p)) => finite(Some(m * logged_peak / p)),
                 _ => None,
             })
             .collect();

@@ -114,6 +114,73 @@ fn bad_values_give_null_and_are_counted() {
 }
 
 #[test]
+fn a_result_that_overflows_is_null_in_every_format() {
+    let wd = Workdir::new("fault_overflow");
+    // A subnormal step time makes throughput overflow to infinity; a huge count makes the work overflow.
+    wd.create(
+        "log.csv",
+        format!(
+            "{HEADER}1,5e-324,1000,1,1e9,NVIDIA L4,bf16\n2,1,1e300,1,1e9,NVIDIA L4,bf16\n3,1,1000,1,1e9,NVIDIA L4,bf16\n"
+        ),
+    );
+    let mut parquet_rows = Vec::new();
+    for format in ["csv", "jsonl", "parquet"] {
+        let out = format!("out.{format}");
+        wd.mfu()
+            .args(["enrich", "log.csv", "-o", &out, "--force"])
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "2 row(s) have a derived value too large for a 64-bit float",
+            ));
+        let bytes = std::fs::read(wd.path(&out)).unwrap();
+        match format {
+            "csv" => {
+                let rows = csv_rows(std::str::from_utf8(&bytes).unwrap());
+                for column in [
+                    "tokens_per_second",
+                    "achieved_flops_per_device",
+                    "mfu_wall_clock",
+                ] {
+                    assert_eq!(rows[0][column], "", "{column}");
+                }
+                // 1e300 tokens a second is finite; the work per device (x 1e9 FLOPs) is not.
+                assert_eq!(rows[1]["tokens_per_second"].parse::<f64>().unwrap(), 1e300);
+                assert_eq!(rows[1]["achieved_flops_per_device"], "");
+                assert_eq!(rows[1]["mfu_wall_clock"], "");
+                assert!(rows[2]["mfu_wall_clock"].parse::<f64>().unwrap() > 0.0);
+            }
+            "jsonl" => {
+                let first: serde_json::Value = serde_json::from_str(
+                    std::str::from_utf8(&bytes).unwrap().lines().next().unwrap(),
+                )
+                .unwrap();
+                assert!(first["tokens_per_second"].is_null() && first["mfu_wall_clock"].is_null());
+            }
+            _ => {
+                let reader =
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                        bytes::Bytes::from(bytes),
+                    )
+                    .unwrap()
+                    .build()
+                    .unwrap();
+                for batch in reader {
+                    let batch = batch.unwrap();
+                    let column = batch.column_by_name("tokens_per_second").unwrap();
+                    let values = column
+                        .as_any()
+                        .downcast_ref::<arrow::array::Float64Array>()
+                        .unwrap();
+                    parquet_rows.extend(values.iter());
+                }
+            }
+        }
+    }
+    assert_eq!(parquet_rows, [None, Some(1e300), Some(1000.0)]);
+}
+
+#[test]
 fn broken_files_get_clear_messages_and_no_output() {
     let wd = Workdir::new("fault_files");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

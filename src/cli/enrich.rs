@@ -270,6 +270,12 @@ fn report(
             total.bad_step_time_rows, total.bad_count_rows
         );
     }
+    if total.overflow_rows > 0 {
+        eprintln!(
+            "mfu: warning: {} row(s) have a derived value too large for a 64-bit float (a step time such as 5e-324?): null instead of infinity",
+            total.overflow_rows
+        );
+    }
     for (why, rows) in &unresolved {
         eprintln!(
             "mfu: warning: {why}: MFU is null for {rows} row{}; add the device with --peaks FILE or force a value with --peak-flops F",

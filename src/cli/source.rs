@@ -127,7 +127,7 @@ pub struct SourceArgs {
     pub skip_bad_rows: bool,
 
     /// The most memory that inputs read whole may take together, by mfu's estimate (about 3x a table's
-    /// decompressed bytes, 8x a JSON document's), e.g. 8G or 512M. An input that would pass it is refused
+    /// decompressed bytes, 20x a JSON document's), e.g. 8G or 512M. An input that would pass it is refused
     /// with an error instead of exhausting the machine. Large JSON Lines and CSV logs written with -o FILE
     /// stream in blocks and are not counted. Default: half the machine's (or the cgroup's) memory.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -534,6 +534,7 @@ pub fn add_stats(total: &mut mfu::compute::ComputeStats, s: &mfu::compute::Compu
     total.null_mfu_rows += s.null_mfu_rows;
     total.bad_step_time_rows += s.bad_step_time_rows;
     total.bad_count_rows += s.bad_count_rows;
+    total.overflow_rows += s.overflow_rows;
     total.mfu_above_one_rows += s.mfu_above_one_rows;
     for (why, rows) in &s.unresolved {
         match total.unresolved.iter_mut().find(|(w, _)| w == why) {
