@@ -25,6 +25,12 @@ pub enum BridgeError {
     Arrow(#[from] arrow::error::ArrowError),
     #[error("polars: {0}")]
     Polars(#[from] polars::prelude::PolarsError),
+    #[error("column '{column}' ({dtype}): {reason}")]
+    Unwritable {
+        column: String,
+        dtype: String,
+        reason: String,
+    },
 }
 
 /// Enriches one batch: its columns unchanged and in order (a column whose name an added column takes is
@@ -138,6 +144,25 @@ fn arrow_rs_to_series(name: &str, array: &ArrayRef) -> Result<Series, BridgeErro
 }
 
 pub(crate) fn series_to_arrow_rs(series: &Series) -> Result<ArrayRef, BridgeError> {
+    use polars::prelude::DataType as P;
+    match series.dtype() {
+        // A column that is null in every row (a log key never filled in): polars' Null arrays carry a
+        // buffer that the C Data Interface does not expect, and there is nothing in it to carry.
+        P::Null => return Ok(Arc::new(arrow::array::NullArray::new(series.len()))),
+        // Arrow has no 128-bit integer; a decimal of scale 0 holds every value of up to 38 digits, which
+        // every Parquet reader reads as an exact number.
+        P::Int128 | P::UInt128 => {
+            let decimal = series
+                .strict_cast(&P::Decimal(38, 0))
+                .map_err(|_| BridgeError::Unwritable {
+                    column: series.name().to_string(),
+                    dtype: series.dtype().to_string(),
+                    reason: "an integer of more than 38 digits has no Arrow or Parquet number type; write CSV or JSON Lines, which keep its digits".into(),
+                })?;
+            return series_to_arrow_rs(&decimal);
+        }
+        _ => {}
+    }
     let array = series.to_arrow(0, CompatLevel::oldest());
     let field =
         polars_arrow::datatypes::Field::new(series.name().clone(), array.dtype().clone(), true);

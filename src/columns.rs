@@ -836,8 +836,15 @@ fn numeric_values(
             Ok((values, bad))
         }
         DataType::Boolean => Ok((vec![None; col.len()], col.len() - col.null_count())),
+        // Dictionary-encoded text (pandas categoricals in Parquet) is read as the text it stands for.
+        DataType::Categorical(..) | DataType::Enum(..) => {
+            numeric_values(&col.cast(&DataType::String)?, scale, is_time)
+        }
         _ => {
-            let cast = col.cast(&DataType::Float64)?;
+            // A type with no numeric reading (a list, a struct, bytes): every cell is not a number.
+            let Ok(cast) = col.cast(&DataType::Float64) else {
+                return Ok((vec![None; col.len()], col.len() - col.null_count()));
+            };
             // Chunk by chunk, so a column without nulls skips the validity bits.
             let mut values = Vec::with_capacity(cast.len());
             for chunk in cast.f64()?.downcast_iter() {

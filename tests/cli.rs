@@ -12,3 +12,4 @@ mod flops;
 mod memory;
 mod peak_table;
 mod shapes;
+mod types;

@@ -300,30 +300,52 @@ fn zstd_pays(sample: &Option<Vec<u8>>) -> bool {
 /// At least this many values make a sample worth judging.
 const MIN_ZSTD_SAMPLE_VALUES: usize = 1024;
 
-/// The first values of a fixed-width arrow-rs array, as bytes.
+/// The first valid values of a fixed-width arrow-rs array, as bytes. Null slots are skipped: what they
+/// hold is whatever the reader left there, which differs between ways of reading the same input.
 fn fixed_width_sample(array: &dyn arrow::array::Array) -> Option<Vec<u8>> {
     let data = array.to_data();
     let width = data.data_type().primitive_width()?;
-    let len = data.len().min(ZSTD_SAMPLE_VALUES);
-    if len < MIN_ZSTD_SAMPLE_VALUES || data.buffers().len() != 1 {
+    if data.buffers().len() != 1 {
         return None;
     }
-    let start = data.offset() * width;
-    Some(data.buffers()[0].as_slice()[start..start + len * width].to_vec())
+    let values = &data.buffers()[0].as_slice()[data.offset() * width..];
+    let mut sample = Vec::with_capacity(ZSTD_SAMPLE_VALUES.min(data.len()) * width);
+    match data.nulls() {
+        None => {
+            let len = data.len().min(ZSTD_SAMPLE_VALUES);
+            sample.extend_from_slice(&values[..len * width]);
+        }
+        Some(nulls) => {
+            for i in nulls.valid_indices().take(ZSTD_SAMPLE_VALUES) {
+                sample.extend_from_slice(&values[i * width..(i + 1) * width]);
+            }
+        }
+    }
+    (sample.len() >= MIN_ZSTD_SAMPLE_VALUES * width).then_some(sample)
 }
 
-/// The first values of a float column (however polars has it in pieces), as bytes.
+/// The first valid values of a float column (however polars has it in pieces), as bytes; null slots are
+/// skipped, as above.
 fn float_sample(column: &Float64Chunked) -> Option<Vec<u8>> {
-    let len = column.len().min(ZSTD_SAMPLE_VALUES);
-    if len < MIN_ZSTD_SAMPLE_VALUES {
-        return None;
-    }
-    let mut sample: Vec<f64> = Vec::with_capacity(len);
+    let mut sample: Vec<f64> = Vec::with_capacity(column.len().min(ZSTD_SAMPLE_VALUES));
     for array in column.downcast_iter() {
-        let take = (len - sample.len()).min(array.len());
-        sample.extend_from_slice(&array.values()[..take]);
+        let room = ZSTD_SAMPLE_VALUES - sample.len();
+        match array.validity().filter(|v| v.unset_bits() > 0) {
+            None => sample.extend_from_slice(&array.values()[..room.min(array.len())]),
+            Some(valid) => sample.extend(
+                array
+                    .values()
+                    .iter()
+                    .zip(valid.iter())
+                    .filter_map(|(v, ok)| ok.then_some(*v))
+                    .take(room),
+            ),
+        }
+        if sample.len() == ZSTD_SAMPLE_VALUES {
+            break;
+        }
     }
-    Some(bytemuck::cast_slice(&sample).to_vec())
+    (sample.len() >= MIN_ZSTD_SAMPLE_VALUES).then(|| bytemuck::cast_slice(&sample).to_vec())
 }
 
 #[cfg(test)]
@@ -406,6 +428,66 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn zstd_samples_skip_null_slots() {
+        use polars_arrow::array::PrimitiveArray;
+        use polars_arrow::bitmap::Bitmap;
+        // 20,000 leading nulls, then values: what the null slots hold must not matter.
+        let n = 30_000;
+        let valid: Vec<bool> = (0..n).map(|i| i >= 20_000).collect();
+        let values = |garbage: f64| -> Vec<f64> {
+            (0..n)
+                .map(|i| {
+                    if i >= 20_000 {
+                        i as f64 * 0.25
+                    } else {
+                        garbage * i as f64
+                    }
+                })
+                .collect()
+        };
+        let column = |garbage: f64| {
+            let array = PrimitiveArray::<f64>::new(
+                polars_arrow::datatypes::ArrowDataType::Float64,
+                values(garbage).into(),
+                Some(Bitmap::from(valid.as_slice())),
+            );
+            Float64Chunked::with_chunk("x".into(), array)
+        };
+        let (zeros, noise) = (float_sample(&column(0.0)), float_sample(&column(1.7e-3)));
+        assert_eq!(zeros, noise);
+        let want: Vec<f64> = (20_000..n).map(|i| i as f64 * 0.25).collect();
+        assert_eq!(zeros.unwrap(), bytemuck::cast_slice::<f64, u8>(&want));
+        // Too few valid values to judge: no sample (the column is compressed).
+        let sparse: Vec<bool> = (0..n).map(|i| i % 100 == 0).collect();
+        let array = PrimitiveArray::<f64>::new(
+            polars_arrow::datatypes::ArrowDataType::Float64,
+            values(1.0).into(),
+            Some(Bitmap::from(sparse.as_slice())),
+        );
+        assert_eq!(
+            float_sample(&Float64Chunked::with_chunk("x".into(), array)),
+            None
+        );
+
+        // The same for integer columns written by arrow-rs.
+        let ints = |garbage: i64| {
+            let data: Vec<Option<i64>> =
+                (0..n as i64).map(|i| (i >= 20_000).then_some(i)).collect();
+            let array = arrow::array::Int64Array::from(data);
+            let (_, mut buffer, nulls) = array.into_parts();
+            let mut raw = buffer.to_vec();
+            for v in raw.iter_mut().take(20_000) {
+                *v = garbage;
+            }
+            buffer = raw.into();
+            arrow::array::Int64Array::new(buffer, nulls)
+        };
+        let (a, b) = (fixed_width_sample(&ints(0)), fixed_width_sample(&ints(-99)));
+        assert_eq!(a, b);
+        assert_eq!(a.unwrap().len(), 10_000 * 8);
     }
 
     #[test]
