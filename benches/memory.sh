@@ -4,10 +4,11 @@
 #
 # usage: benches/memory.sh [MFU_BINARY [OLD_BINARY]]   (default target/release/mfu; builds nothing)
 #
-# 1. A long run's repetitive log: LINES (default 20,000,000) identical JSON lines, 2.7 GB decompressed,
-#    about 230 KB as zstd -19. Enriched to Parquet by MFU_BINARY, and by OLD_BINARY when given (the same
+# 1. A long run's repetitive log: LINES (default 20,000,000) identical JSON lines, 3.6 GB decompressed,
+#    about 300 KB as zstd -19. Enriched to Parquet by MFU_BINARY, and by OLD_BINARY when given (the same
 #    output bytes are checked with cmp).
-# 2. Whole reads (-o -, the whole-input way): peak RSS over decompressed bytes for JSON Lines and CSV
+# 2. A Parquet file written as one row group of 10M rows, streamed batch by batch.
+# 3. Whole reads (-o -, the whole-input way): peak RSS over decompressed bytes for JSON Lines and CSV
 #    tables (ROWS rows from ../shared/bench/gen_logs.py) and an HF trainer_state.json: the factors
 #    TABLE_FACTOR and DOCUMENT_FACTOR in src/read/memory.rs must stay above what this prints.
 # Needs: zstd, python3 with polars, numpy and pyarrow, /usr/bin/time (Debian package "time").
@@ -48,7 +49,24 @@ if [[ -n $old ]]; then
   cmp -s "$out/new.parquet" "$out/old.parquet" && echo "outputs: the same bytes" || echo "outputs: DIFFER"
 fi
 
-echo "== whole reads (-o -): peak RSS / decompressed bytes (Parquet: / decoded bytes, from its footer)"
+big=$dir/one-row-group.parquet
+if [[ ! -s $big ]]; then
+  python3 - "$big" <<'EOF'
+import sys
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+n = 10_000_000
+rng = np.random.default_rng(1)
+t = pa.table({"step": np.arange(n), "step_time_s": rng.uniform(2, 3, n), "tokens": np.full(n, 131072),
+              "num_devices": np.full(n, 8), "flops_per_token": np.full(n, 4.2e10),
+              "device_name": pa.array(["NVIDIA H100 80GB HBM3"] * n), "dtype": pa.array(["bf16"] * n),
+              "loss": rng.uniform(1, 3, n)})
+pq.write_table(t, sys.argv[1], row_group_size=n)
+EOF
+fi
+read -r s m < <(peak "$mfu" enrich "$big" -o "$out/big.parquet" -q)
+printf '== one row group of 10M rows (%s bytes of Parquet): %s s, %s MiB peak\n' "$(stat -c %s "$big")" "$s" "$m"
+
+echo "== whole reads (-o -): peak RSS / decompressed bytes (Parquet: / its page bytes, from the footer)"
 for fmt in jsonl csv parquet; do
   [[ -s $dir/log-$rows.$fmt ]] || python3 "$bench/gen_logs.py" --rows "$rows" --runs 200 --format $fmt "$dir/log-$rows.$fmt"
 done
