@@ -123,6 +123,24 @@ fn llamafactory_elapsed_time_strings_and_total_tokens() {
 }
 
 #[test]
+fn llamafactory_training_lines_with_null_eval_keys_are_steps() {
+    // Newer LLaMA-Factory writes eval_loss, predict_loss, reward and accuracy as null on training lines.
+    let file = fixtures().join("shapes/trainer_log_nulls.jsonl");
+    let (rows, err) = enrich(&file, &[&RUN[..], &["-v"]].concat());
+    let steps: Vec<_> = rows.iter().map(|r| r["current_steps"].clone()).collect();
+    assert_eq!(steps, ["5", "10", "15"]);
+    assert!(
+        err.contains("1 evaluation line(s) and 0 repeated step(s) skipped"),
+        "{err}"
+    );
+    assert_eq!(rows[0]["eval_loss"], "");
+    // 0:00:30 - 0:00:10 = 20 s over 5 steps; 10240 tokens over 5 steps.
+    assert!(close(num(&rows[1], "tokens_per_second"), 2048.0 / 4.0));
+    // Across the eval line: 0:00:50 - 0:00:30 = 20 s.
+    assert!(close(num(&rows[2], "tokens_per_second"), 2048.0 / 4.0));
+}
+
+#[test]
 fn lightning_rows_of_one_step_are_merged() {
     let file = fixtures().join("shapes/metrics.csv");
     let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "4096"]].concat());

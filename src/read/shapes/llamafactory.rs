@@ -1,6 +1,8 @@
 //! LLaMA-Factory `trainer_log.jsonl`: one line per logging step, with the cumulative `elapsed_time` as a
-//! duration string and, when token counting is on, the cumulative `total_tokens`. Evaluation lines
-//! (`eval_loss`) are not steps; a step logged twice is kept once (its first line).
+//! duration string and, when token counting is on, the cumulative `total_tokens`. Evaluation and
+//! prediction lines (an `eval_*` or `predict_*` key with a value) are not steps; newer versions write
+//! those keys as null on every training line, which makes them training lines still. A step logged twice
+//! is kept once (its first line).
 
 use std::collections::HashSet;
 
@@ -23,7 +25,10 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         let Some(row) = value.as_object() else {
             return Err(format!("line {}: not a JSON object", i + 1));
         };
-        if row.keys().any(|k| k.starts_with("eval_")) {
+        let evaluates = |(k, v): (&String, &Value)| {
+            (k.starts_with("eval_") || k.starts_with("predict_")) && !v.is_null()
+        };
+        if row.iter().any(evaluates) {
             evals += 1;
             continue;
         }
