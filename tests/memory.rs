@@ -85,6 +85,16 @@ fn a_compressed_log_streams_by_what_it_decompresses_to() {
         assert_eq!(std::fs::read(wd.path(&out)).unwrap(), plain, "{input}");
     }
 
+    // A member of a folder is judged the same way.
+    wd.create("in/log.jsonl.zst", &zst);
+    let (ok, _, stderr) = enrich(&wd, &["in", "-o", "folder.parquet", "-v"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("in/log.jsonl.zst: table log, 6000 rows, streamed,"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(wd.path("folder.parquet")).unwrap(), plain);
+
     // The same bytes as the whole-input way, given the memory it needs.
     let whole = wd
         .mfu()
