@@ -164,3 +164,53 @@ fn dictionary_encoded_text_is_read_as_its_text() {
     let tps: f64 = rows[1]["tokens_per_second"].parse().unwrap();
     assert!((tps - 131072.0 / 3.1).abs() < 1e-6, "{tps}");
 }
+
+#[test]
+fn a_negative_zero_in_a_later_block_keeps_its_sign_when_streamed() {
+    let wd = Workdir::new("types_negative_zero");
+    // The column is fractional in the first block and only integers (with -0) in later ones.
+    let mut text = String::from("step,step_time,tokens,x\n");
+    for i in 0..600 {
+        let x = match i {
+            _ if i < 300 => "0.5".to_string(),
+            _ if i % 2 == 1 => "-0".to_string(),
+            _ => i.to_string(),
+        };
+        text.push_str(&format!("{i},1.5,131072,{x}\n"));
+    }
+    wd.create("log.csv", &text);
+    for format in ["csv", "jsonl", "parquet"] {
+        let out = format!("out.{format}");
+        let streamed = wd
+            .mfu()
+            .env("MFU_BLOCK_BYTES", "4000")
+            .args(["enrich", "log.csv", "-o", &out, "-v", "--force"])
+            .args(FLAGS)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&streamed.stderr);
+        assert!(stderr.contains("600 rows, streamed,"), "{stderr}");
+        let whole = wd
+            .mfu()
+            .args([
+                "enrich",
+                "log.csv",
+                "-o",
+                "-",
+                "--output-format",
+                format,
+                "-q",
+            ])
+            .args(FLAGS)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::fs::read(wd.path(&out)).unwrap(),
+            whole.stdout,
+            "{format}"
+        );
+    }
+    let rows = csv_rows(&std::fs::read_to_string(wd.path("out.csv")).unwrap());
+    assert_eq!(rows[301]["x"], "-0.0");
+    assert_eq!(rows[302]["x"], "302.0");
+}

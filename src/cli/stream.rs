@@ -574,6 +574,8 @@ fn stream_input(
         let mut first = first;
         let skip_bad = pipeline.read.skip_bad_rows;
         let (torn, rejects) = (&mut torn, &mut rejects);
+        // The column types the first block with rows fixed: later blocks are read to them.
+        let mut fixed: Option<polars::prelude::Schema> = None;
         // JSONL and CSV: parsing is the heavier half, so blocks are enriched on the writing side.
         let blocks = move |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
             let clock = Instant::now();
@@ -584,8 +586,11 @@ fn stream_input(
             times[0] += clock.elapsed().as_secs_f64();
             let Some(block) = block else { return Ok(None) };
             let clock = Instant::now();
-            let parsed = parse_block(block, format, skip_bad).map_err(|_| ())?;
+            let parsed = parse_block(block, format, skip_bad, fixed.as_ref()).map_err(|_| ())?;
             times[1] += clock.elapsed().as_secs_f64();
+            if fixed.is_none() && parsed.frame.height() > 0 {
+                fixed = Some(parsed.frame.schema().as_ref().clone());
+            }
             *torn = torn.take().or(parsed.torn);
             rejects.extend(parsed.rejects);
             Ok(Some(parsed.frame))

@@ -32,6 +32,45 @@ fn parse(bytes: &[u8], separator: u8) -> PolarsResult<DataFrame> {
     }
 }
 
+/// Parses with the named columns read as Float64 whatever their cells look like: for a block of a
+/// streamed file whose float column holds only integers there, so that `-0` stays -0.0, as it is when the
+/// whole file is read (a float column parses `-0` as a float; an integer column as 0).
+pub fn parse_with_floats(
+    bytes: &[u8],
+    separator: u8,
+    floats: &[PlSmallStr],
+) -> PolarsResult<DataFrame> {
+    let schema: Schema = floats
+        .iter()
+        .map(|name| Field::new(name.clone(), DataType::Float64))
+        .collect();
+    super::guard::catch_panic(|| {
+        CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(Some(INFER_ROWS))
+            .with_schema_overwrite(Some(Arc::new(schema)))
+            .with_parse_options(CsvParseOptions::default().with_separator(separator))
+            .into_reader_with_file_handle(Cursor::new(bytes))
+            .finish()
+    })
+    .unwrap_or_else(|message| Err(PolarsError::ComputeError(message.into())))
+}
+
+/// Whether some cell of `bytes` is a negative integer zero (`-0`, `-00`).
+pub(crate) fn has_negative_zero_cell(bytes: &[u8], separator: u8) -> bool {
+    memchr::memmem::find_iter(bytes, b"-0").any(|at| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let starts = matches!(before, None | Some(b'\n')) || before == Some(separator);
+        let end = bytes[at + 1..]
+            .iter()
+            .position(|b| *b != b'0')
+            .map_or(bytes.len(), |i| at + 1 + i);
+        let ends =
+            end == bytes.len() || matches!(bytes[end], b'\n' | b'\r') || bytes[end] == separator;
+        starts && ends
+    })
+}
+
 /// Whether every line has as many fields as the header. Files with quotes go through the csv crate, which
 /// knows that a quoted separator or newline is data; plain files are checked by counting separators.
 fn uniform_field_counts(bytes: &[u8], separator: u8) -> bool {
@@ -167,6 +206,27 @@ pub fn read_checked_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_zero_cells_are_found() {
+        for (text, want) in [
+            ("a,b\n1,-0\n", true),
+            ("a,b\n-0,1\n", true),
+            ("a,b\n1,-00\r\n", true),
+            ("a\n-0", true),
+            ("a,b\n1,-0.5\n", false),
+            ("a,b\n1,-01\n", false),
+            ("a,b\nx-0,1\n", false),
+            ("a,b\n1,0\n", false),
+        ] {
+            assert_eq!(
+                has_negative_zero_cell(text.as_bytes(), b','),
+                want,
+                "{text:?}"
+            );
+        }
+        assert!(has_negative_zero_cell(b"a\tb\n1\t-0\n", b'\t'));
+    }
 
     #[test]
     fn ragged_rows_are_named_or_skipped() {

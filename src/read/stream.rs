@@ -171,11 +171,15 @@ pub struct ParsedBlock {
     pub rejects: Vec<Reject>,
 }
 
-/// Parses a block as [`super::read_input`] parses a whole file, with the file's line numbers.
+/// Parses a block as [`super::read_input`] parses a whole file, with the file's line numbers. `fixed` is
+/// the schema the rows before fixed: a CSV column that is Float64 there is read as floats here too when
+/// the block has a negative zero (an integer-typed block would turn `-0` into 0 and then +0.0, which the
+/// whole file, parsed as floats, keeps as -0.0).
 pub fn parse_block(
     block: Block,
     format: InputFormat,
     skip_bad: bool,
+    fixed: Option<&polars::prelude::Schema>,
 ) -> Result<ParsedBlock, String> {
     match format {
         InputFormat::Jsonl => jsonl::read_checked_from(block.bytes, skip_bad, block.first_line)
@@ -192,13 +196,31 @@ pub fn parse_block(
             };
             // The block's line 2 (after its header) is the file's `first_line`.
             let offset = block.first_line.saturating_sub(2);
-            csv::read_checked_from(block.bytes, separator, skip_bad, offset).map(
-                |(frame, rejects)| ParsedBlock {
-                    frame,
-                    torn: None,
-                    rejects,
-                },
-            )
+            let floats: Vec<polars::prelude::PlSmallStr> = fixed
+                .into_iter()
+                .flat_map(|s| s.iter())
+                .filter(|(_, dtype)| **dtype == polars::prelude::DataType::Float64)
+                .map(|(name, _)| name.clone())
+                .collect();
+            let retype = (!floats.is_empty()
+                && csv::has_negative_zero_cell(&block.bytes, separator))
+            .then(|| block.bytes.clone());
+            let (mut frame, rejects) =
+                csv::read_checked_from(block.bytes, separator, skip_bad, offset)?;
+            if let Some(bytes) = retype {
+                let integral = |name: &polars::prelude::PlSmallStr| {
+                    frame.column(name).is_ok_and(|c| c.dtype().is_integer())
+                };
+                if rejects.is_empty() && floats.iter().any(integral) {
+                    frame = csv::parse_with_floats(&bytes, separator, &floats)
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(ParsedBlock {
+                frame,
+                torn: None,
+                rejects,
+            })
         }
         InputFormat::Parquet => Err("Parquet is not read in blocks".into()),
     }
@@ -252,7 +274,7 @@ mod tests {
         assert_eq!(firsts, [2, 4]);
         let frames: Vec<DataFrame> = got
             .into_iter()
-            .map(|b| parse_block(b, InputFormat::Csv, false).unwrap().frame)
+            .map(|b| parse_block(b, InputFormat::Csv, false, None).unwrap().frame)
             .filter(|f| f.height() > 0)
             .collect();
         assert_eq!(frames.iter().map(|f| f.height()).sum::<usize>(), 3);
@@ -297,7 +319,7 @@ mod tests {
         let got = blocks(text, InputFormat::Jsonl, 16);
         let errors: Vec<String> = got
             .into_iter()
-            .filter_map(|b| parse_block(b, InputFormat::Jsonl, false).err())
+            .filter_map(|b| parse_block(b, InputFormat::Jsonl, false, None).err())
             .collect();
         assert_eq!(errors.len(), 1);
         assert!(errors[0].starts_with("line 3, column 6:"), "{}", errors[0]);
@@ -305,7 +327,7 @@ mod tests {
         let got = blocks(text, InputFormat::Csv, 8);
         let errors: Vec<String> = got
             .into_iter()
-            .filter_map(|b| parse_block(b, InputFormat::Csv, false).err())
+            .filter_map(|b| parse_block(b, InputFormat::Csv, false, None).err())
             .collect();
         assert!(errors[0].starts_with("line 4: 1 fields"), "{errors:?}");
     }
