@@ -214,3 +214,51 @@ fn a_negative_zero_in_a_later_block_keeps_its_sign_when_streamed() {
     assert_eq!(rows[301]["x"], "-0.0");
     assert_eq!(rows[302]["x"], "302.0");
 }
+
+#[test]
+fn float_statistics_are_marked_with_the_order_every_reader_uses() {
+    use parquet::basic::{ColumnOrder, SortOrder, Type};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let wd = Workdir::new("types_column_order");
+    let mut text = String::from("step,step_time,tokens,wall\n");
+    for i in 0..70_000 {
+        text.push_str(&format!("{i},1.5,131072,{}\n", i as f64 * 0.5 + 0.25));
+    }
+    wd.create("log.csv", &text);
+    wd.mfu()
+        .args(["enrich", "log.csv", "-o", "out.parquet", "-q"])
+        .args(FLAGS)
+        .assert()
+        .success();
+    let reader =
+        SerializedFileReader::new(std::fs::File::open(wd.path("out.parquet")).unwrap()).unwrap();
+    let metadata = reader.metadata();
+    let schema = metadata.file_metadata().schema_descr();
+    let orders = metadata.file_metadata().column_orders().unwrap();
+    assert_eq!(orders.len(), schema.num_columns());
+    for (i, order) in orders.iter().enumerate() {
+        let column = schema.column(i);
+        let want = match column.physical_type() {
+            Type::DOUBLE => ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED),
+            Type::BYTE_ARRAY => ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNSIGNED),
+            _ => ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED),
+        };
+        assert_eq!(*order, want, "{}", column.name());
+    }
+    // Two row groups: the statistics of the float column bound each one's rows.
+    assert_eq!(metadata.num_row_groups(), 2);
+    let wall = (0..schema.num_columns())
+        .find(|&i| schema.column(i).name() == "wall")
+        .unwrap();
+    let bounds: Vec<(f64, f64)> = metadata
+        .row_groups()
+        .iter()
+        .map(|rg| match rg.column(wall).statistics().unwrap() {
+            parquet::file::statistics::Statistics::Double(s) => {
+                (*s.min_opt().unwrap(), *s.max_opt().unwrap())
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(bounds, [(0.25, 32767.75), (32768.25, 34999.75)]);
+}

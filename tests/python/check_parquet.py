@@ -75,6 +75,17 @@ def main(path):
     assert columns["mfu_wall_clock"]["unit"] == "fraction"
     assert len(meta["mfu.peak_table_sha256"]) == 64
     check_rows(table.to_pylist(), "pyarrow")
+    # pyarrow sees min/max for every column with values (those of float columns only since mfu marks
+    # them type-ordered in the footer), and they are the column's own.
+    meta_rg = pq.ParquetFile(path).metadata.row_group(0)
+    for i in range(meta_rg.num_columns):
+        chunk = meta_rg.column(i)
+        values = [v for v in table.column(chunk.path_in_schema).to_pylist() if v is not None]
+        if not values:
+            continue
+        stats = chunk.statistics
+        assert stats is not None and stats.has_min_max, (chunk.path_in_schema, chunk.physical_type)
+        assert (stats.min, stats.max) == (min(values), max(values)), (chunk.path_in_schema, stats)
 
     # pandas: nulls come back as None/NaN, floats as float64.
     df = pd.read_parquet(path)

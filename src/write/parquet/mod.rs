@@ -30,6 +30,7 @@ use crate::arrow_bridge::{series_to_arrow_rs, BridgeError};
 
 mod chunk;
 mod float;
+mod footer;
 mod rle;
 mod text;
 
@@ -131,7 +132,7 @@ fn write_frame(
 
 /// A Parquet file written one row group at a time, with the schema of the first.
 pub struct ParquetStream<W: Write + Send> {
-    file: parquet::file::writer::SerializedFileWriter<W>,
+    file: parquet::file::writer::SerializedFileWriter<footer::FooterPatch<W>>,
     factory: parquet::arrow::arrow_writer::ArrowRowGroupWriterFactory,
     schema: arrow::datatypes::SchemaRef,
     properties: Arc<WriterProperties>,
@@ -206,9 +207,12 @@ impl<W: Write + Send> ParquetStream<W> {
                 .build(),
         );
         // ArrowWriter sets up the file (schema, ARROW:schema metadata); the row groups are encoded here.
-        let (file, factory) =
-            ArrowWriter::try_new(out, Arc::clone(&schema), Some((*properties).clone()))?
-                .into_serialized_writer()?;
+        let (file, factory) = ArrowWriter::try_new(
+            footer::FooterPatch::new(out),
+            Arc::clone(&schema),
+            Some((*properties).clone()),
+        )?
+        .into_serialized_writer()?;
         Ok(ParquetStream {
             file,
             factory,
@@ -272,9 +276,10 @@ impl<W: Write + Send> ParquetStream<W> {
         Ok(())
     }
 
-    /// Writes the footer, and gives back the output.
+    /// Writes the footer (float columns marked type-ordered, see [`footer`]), and gives back the output.
     pub fn finish(self) -> Result<W, BoxError> {
-        Ok(self.file.into_inner()?)
+        let leaves = self.file.schema_descr().num_columns();
+        Ok(self.file.into_inner()?.finish(leaves)?)
     }
 }
 
