@@ -262,3 +262,271 @@ fn float_statistics_are_marked_with_the_order_every_reader_uses() {
         .collect();
     assert_eq!(bounds, [(0.25, 32767.75), (32768.25, 34999.75)]);
 }
+
+/// A frame with a `step` column and one column of `dtype` (values, with nulls), as the readers and the
+/// enrichment can produce it.
+fn one_type(name: &str) -> polars::prelude::DataFrame {
+    use polars::prelude::*;
+    let n = 5;
+    let ints = Series::new(
+        "v".into(),
+        &[Some(1i64), None, Some(-2), Some(0), Some(40_000)],
+    );
+    let floats = Series::new(
+        "v".into(),
+        &[Some(1.5f64), None, Some(-0.0), Some(f64::NAN), Some(1e300)],
+    );
+    let texts = Series::new(
+        "v".into(),
+        &[Some("a"), None, Some("é,\"q\"\n"), Some(""), Some("a")],
+    );
+    let cast = |s: &Series, d: DataType| s.cast(&d).unwrap();
+    let value: Series = match name {
+        "null" => Series::full_null("v".into(), n, &DataType::Null),
+        "bool" => Series::new(
+            "v".into(),
+            &[Some(true), None, Some(false), Some(true), None],
+        ),
+        "i8" => cast(
+            &Series::new(
+                "v".into(),
+                &[Some(1i64), None, Some(-2), Some(0), Some(100)],
+            ),
+            DataType::Int8,
+        ),
+        "i16" => cast(&ints, DataType::Int16),
+        "i32" => cast(&ints, DataType::Int32),
+        "i64" => ints.clone(),
+        "i128" => cast(&ints, DataType::Int128),
+        "u8" => cast(
+            &Series::new("v".into(), &[Some(1i64), None, Some(2), Some(0), Some(200)]),
+            DataType::UInt8,
+        ),
+        "u16" => cast(
+            &Series::new(
+                "v".into(),
+                &[Some(1i64), None, Some(2), Some(0), Some(40_000)],
+            ),
+            DataType::UInt16,
+        ),
+        "u32" => cast(
+            &Series::new(
+                "v".into(),
+                &[Some(1i64), None, Some(2), Some(0), Some(40_000)],
+            ),
+            DataType::UInt32,
+        ),
+        "u64" => Series::new(
+            "v".into(),
+            &[Some(1u64), None, Some(2), Some(0), Some(u64::MAX)],
+        ),
+        "f32" => cast(&floats, DataType::Float32),
+        "f64" => floats.clone(),
+        "decimal" => Series::new(
+            "v".into(),
+            &[Some(1.25f64), None, Some(-2.5), Some(0.0), Some(400.75)],
+        )
+        .strict_cast(&DataType::Decimal(10, 2))
+        .unwrap(),
+        "str" => texts.clone(),
+        "binary" => cast(&texts, DataType::Binary),
+        "categorical" => cast(&texts, DataType::from_categories(Categories::global())),
+        "date" => cast(&ints, DataType::Date),
+        "datetime" => cast(&ints, DataType::Datetime(TimeUnit::Milliseconds, None)),
+        "datetime_tz" => cast(
+            &ints,
+            DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC)),
+        ),
+        "duration" => cast(&ints, DataType::Duration(TimeUnit::Nanoseconds)),
+        "time" => cast(
+            &Series::new(
+                "v".into(),
+                &[Some(1i64), None, Some(2), Some(0), Some(86_399_999_999_999)],
+            ),
+            DataType::Time,
+        ),
+        "list" => Series::new(
+            "v".into(),
+            &[
+                Some(Series::new("".into(), &[1i64, 2])),
+                None,
+                Some(Series::new("".into(), &[] as &[i64])),
+                Some(Series::new("".into(), &[3i64])),
+                Some(Series::new("".into(), &[4i64, 5, 6])),
+            ],
+        ),
+        "array" => cast(
+            &Series::new(
+                "v".into(),
+                &[
+                    Some(Series::new("".into(), &[1.0f64, 2.0])),
+                    None,
+                    Some(Series::new("".into(), &[3.0f64, 4.0])),
+                    Some(Series::new("".into(), &[5.0f64, 6.0])),
+                    Some(Series::new("".into(), &[7.0f64, 8.0])),
+                ],
+            ),
+            DataType::Array(Box::new(DataType::Float64), 2),
+        ),
+        "struct" => StructChunked::from_series(
+            "v".into(),
+            n,
+            [
+                Series::new("a".into(), &[Some(1i64), None, Some(3), Some(4), Some(5)]),
+                texts.clone().with_name("b".into()),
+            ]
+            .iter(),
+        )
+        .unwrap()
+        .into_series(),
+        other => panic!("{other}"),
+    };
+    let value = value.with_name(name.into());
+    let step = Series::new("step".into(), &[1i64, 2, 3, 4, 5]);
+    DataFrame::new(n, vec![step.into_column(), value.into_column()]).unwrap()
+}
+
+const TYPES: [&str; 25] = [
+    "null",
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "f32",
+    "f64",
+    "decimal",
+    "str",
+    "binary",
+    "categorical",
+    "date",
+    "datetime",
+    "datetime_tz",
+    "duration",
+    "time",
+    "list",
+    "array",
+    "struct",
+];
+
+#[test]
+fn every_column_type_reaches_every_format() {
+    use mfu::write::{write_file, OutputFormat};
+    let wd = Workdir::new("types_every_type");
+    let mut failures = Vec::new();
+    for name in TYPES {
+        for format in [
+            OutputFormat::Parquet,
+            OutputFormat::Csv,
+            OutputFormat::Jsonl,
+        ] {
+            let mut df = one_type(name);
+            let path = wd.path(&format!("{name}.{format:?}"));
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                write_file(&path, format, &mut df, &Vec::new(), true)
+            }));
+            match written {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failures.push(format!("{name} -> {format:?}: {e}")),
+                Err(_) => failures.push(format!("{name} -> {format:?}: panicked")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    for name in TYPES {
+        let df = one_type(name);
+        let nulls = df.column(name).unwrap().null_count();
+        // Parquet: every row, and the same nulls.
+        let batch = read_parquet(&wd.path(&format!("{name}.Parquet")));
+        let column = batch.column_by_name(name).unwrap();
+        assert_eq!(batch.num_rows(), 5, "{name}");
+        assert_eq!(column.logical_null_count(), nulls, "{name}");
+        // CSV and JSON Lines: the same nulls; nested values, durations and bytes as the same text.
+        let csv = csv_rows(&std::fs::read_to_string(wd.path(&format!("{name}.Csv"))).unwrap());
+        let jsonl = std::fs::read_to_string(wd.path(&format!("{name}.Jsonl"))).unwrap();
+        let json: Vec<serde_json::Value> = jsonl
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()[name].clone())
+            .collect();
+        assert_eq!((csv.len(), json.len()), (5, 5), "{name}");
+        for (row, value) in csv.iter().zip(&json) {
+            let cell = &row[name];
+            if value.is_null() && !matches!(name, "f32" | "f64") {
+                assert_eq!(cell, "", "{name}");
+            }
+            if matches!(
+                name,
+                "list" | "array" | "struct" | "duration" | "binary" | "str"
+            ) {
+                let text = match value {
+                    serde_json::Value::Null => String::new(),
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                assert_eq!(cell, &text, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_parquet_input_with_bytes_enriches_to_every_format() {
+    let wd = Workdir::new("types_binary_input");
+    let schema = Schema::new(vec![
+        Field::new("step", DataType::Int64, false),
+        Field::new("step_time", DataType::Float64, false),
+        Field::new("tokens", DataType::Int64, false),
+        Field::new("tag", DataType::Binary, true),
+    ]);
+    let tags: Vec<Option<&[u8]>> = vec![Some(b"run-a"), None, Some(&[0xff, 0x01])];
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2, 3])),
+            Arc::new(Float64Array::from(vec![2.9, 3.1, 3.0])),
+            Arc::new(Int64Array::from(vec![131072; 3])),
+            Arc::new(arrow::array::BinaryArray::from(tags)),
+        ],
+    )
+    .unwrap();
+    let file = std::fs::File::create(wd.path("log.parquet")).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    for format in ["jsonl", "csv", "parquet"] {
+        let out = format!("out.{format}");
+        wd.mfu()
+            .args(["enrich", "log.parquet", "-o", &out, "-q"])
+            .args(FLAGS)
+            .assert()
+            .success();
+    }
+    // Not every value is UTF-8: the column is written as hexadecimal, byte for byte.
+    let text = std::fs::read_to_string(wd.path("out.jsonl")).unwrap();
+    let tags: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["tag"].clone())
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            serde_json::json!("72756e2d61"),
+            serde_json::Value::Null,
+            serde_json::json!("ff01")
+        ]
+    );
+    let batch = read_parquet(&wd.path("out.parquet"));
+    let tag = batch.column_by_name("tag").unwrap();
+    assert!(
+        matches!(tag.data_type(), DataType::Binary | DataType::LargeBinary),
+        "{}",
+        tag.data_type()
+    );
+    assert_eq!(tag.logical_null_count(), 1);
+}

@@ -1,5 +1,7 @@
-//! CSV output, written by polars. CSV has no nested values, so a list column (such as a JSON array of
-//! device names) is written as its JSON text.
+//! CSV output, written by polars. CSV has no nested values, so a list, array or struct column (such as a
+//! JSON array of device names) is written as its JSON text, and a duration as JSON Lines writes it (ISO
+//! 8601, `PT2.5S`): the same text in both formats. Bytes are written as text (see
+//! [`super::text_values`]).
 
 use std::io::Write;
 
@@ -27,23 +29,27 @@ pub(crate) fn write_csv(
     header: bool,
 ) -> Result<(), WriteError> {
     let encode = |e: PolarsError| WriteError::encode(OutputFormat::Csv, e);
-    let nested: Vec<usize> = df
+    let mut converted = super::text_values::bytes_as_text(df).map_err(encode)?;
+    let as_json: Vec<usize> = converted
+        .as_ref()
+        .unwrap_or(df)
         .columns()
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.dtype().is_nested())
+        .filter(|(_, c)| needs_json_text(c.dtype()))
         .map(|(i, _)| i)
         .collect();
-    let mut flat;
-    let df = if nested.is_empty() {
-        df
-    } else {
-        flat = df.clone();
-        for i in nested {
-            let text = nested_as_json(&flat.columns()[i]).map_err(encode)?;
+    if !as_json.is_empty() {
+        let mut flat = converted.take().unwrap_or_else(|| df.clone());
+        for i in as_json {
+            let text = json_text(&flat.columns()[i]).map_err(encode)?;
             flat.replace_column(i, text).map_err(encode)?;
         }
-        &mut flat
+        converted = Some(flat);
+    }
+    let df = match converted.as_mut() {
+        Some(flat) => flat,
+        None => df,
     };
     CsvWriter::new(out)
         .include_header(header)
@@ -51,36 +57,39 @@ pub(crate) fn write_csv(
         .map_err(encode)
 }
 
-/// Each cell of a nested column as JSON text (null stays null).
-fn nested_as_json(col: &Column) -> PolarsResult<Column> {
-    let values: Vec<Option<String>> = (0..col.len())
-        .map(|i| {
-            let v = col.get(i)?;
-            Ok(match v {
-                AnyValue::Null => None,
-                other => Some(any_to_json(&other).to_string()),
-            })
-        })
-        .collect::<PolarsResult<_>>()?;
-    Ok(Column::new(col.name().clone(), values))
+/// Types CSV cannot hold as they are: nested values (lists, arrays, structs) and durations. Their cells
+/// are written as JSON Lines writes them, so both text formats agree on every value.
+fn needs_json_text(dtype: &DataType) -> bool {
+    dtype.is_nested() || matches!(dtype, DataType::Duration(_))
 }
 
-fn any_to_json(v: &AnyValue) -> serde_json::Value {
-    use serde_json::Value;
-    match v {
-        AnyValue::Null => Value::Null,
-        AnyValue::Boolean(b) => Value::Bool(*b),
-        AnyValue::String(s) => Value::String(s.to_string()),
-        AnyValue::StringOwned(s) => Value::String(s.to_string()),
-        AnyValue::List(s) => Value::Array(
-            (0..s.len())
-                .map(|i| s.get(i).map(|x| any_to_json(&x)).unwrap_or(Value::Null))
-                .collect(),
-        ),
-        other => match other.extract::<f64>() {
-            Some(f) if other.is_integer() => Value::from(f as i64),
-            Some(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-            None => Value::String(other.to_string()),
-        },
+/// Each cell of `col` as the JSON Lines writer writes it (a JSON string without its quotes, since the
+/// CSV cell is text already); null stays null.
+fn json_text(col: &Column) -> PolarsResult<Column> {
+    let name = col.name().clone();
+    let mut one = DataFrame::new(col.len(), vec![col.clone().with_name("v".into())])?;
+    let mut lines = Vec::new();
+    JsonWriter::new(&mut lines)
+        .with_json_format(JsonFormat::JsonLines)
+        .finish(&mut one)?;
+    let text = String::from_utf8(lines).map_err(|e| polars_err!(ComputeError: "{e}"))?;
+    let values: Vec<Option<String>> = text
+        .lines()
+        .map(|line| {
+            // Each line is {"v":VALUE}.
+            let value = line
+                .strip_prefix("{\"v\":")
+                .and_then(|rest| rest.strip_suffix('}'))
+                .unwrap_or("null");
+            match value {
+                "null" => None,
+                v if v.starts_with('"') => serde_json::from_str::<String>(v).ok(),
+                v => Some(v.to_string()),
+            }
+        })
+        .collect();
+    if values.len() != col.len() {
+        polars_bail!(ComputeError: "column '{name}': {} JSON values for {} rows", values.len(), col.len());
     }
+    Ok(Column::new(name, values))
 }

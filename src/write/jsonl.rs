@@ -1,4 +1,5 @@
-//! JSON Lines output, written by polars: one object per row, nulls as `null`.
+//! JSON Lines output, written by polars: one object per row, nulls as `null` (and NaN and infinities too,
+//! which JSON has no number for). Bytes are written as text (see [`super::text_values`]).
 
 use std::io::Write;
 
@@ -24,8 +25,15 @@ pub(crate) fn write_jsonl(
     df: &mut DataFrame,
     out: &mut (impl Write + Send + ?Sized),
 ) -> Result<(), WriteError> {
+    let encode = |e: PolarsError| WriteError::encode(OutputFormat::Jsonl, e);
+    // polars' JSON writer has no bytes (it panics on them): they are written as text first.
+    let mut converted = super::text_values::bytes_as_text(df).map_err(encode)?;
+    let df = match converted.as_mut() {
+        Some(text) => text,
+        None => df,
+    };
     JsonWriter::new(out)
         .with_json_format(JsonFormat::JsonLines)
         .finish(df)
-        .map_err(|e| WriteError::encode(OutputFormat::Jsonl, e))
+        .map_err(encode)
 }

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod jsonl;
 pub mod parquet;
 pub mod sink;
+mod text_values;
 
 use std::fmt;
 use std::io::Write;
