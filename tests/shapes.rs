@@ -141,6 +141,90 @@ fn llamafactory_training_lines_with_null_eval_keys_are_steps() {
 }
 
 #[test]
+fn megatron_console_log_with_its_argument_dump() {
+    // World size, precision and tokens per iteration come from the run's own argument dump.
+    let file = fixtures().join("shapes/megatron_lm.log");
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--flops-per-token",
+            "4.2e10",
+            "-v",
+        ],
+    );
+    assert!(err.contains("megatron-log log, 3 rows"), "{err}");
+    assert!(
+        err.contains("from the argument dump: world_size, dtype, seq_length"),
+        "{err}"
+    );
+    assert!(
+        err.contains("tokens per iteration = global batch size x seq_length"),
+        "{err}"
+    );
+    let steps: Vec<_> = rows.iter().map(|r| r["iteration"].clone()).collect();
+    assert_eq!(steps, ["10", "20", "30"]);
+    assert_eq!(rows[1]["lm_loss"], "8.84321");
+    // 512 x 4096 tokens in 2.95 s on 64 devices.
+    let tokens = 512.0 * 4096.0;
+    assert!(close(num(&rows[1], "tokens_per_second"), tokens / 2.95));
+    let mfu = tokens * 4.2e10 / (64.0 * 2.95) / 989.4e12;
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu));
+}
+
+#[test]
+fn megatron_deepspeed_console_log_counts_its_own_tokens() {
+    let file = fixtures().join("shapes/megatron_deepspeed.out");
+    let (rows, err) = enrich(&file, &[&RUN[..], &["-v"]].concat());
+    assert!(err.contains("megatron-log log, 2 rows"), "{err}");
+    assert_eq!(rows[1]["tokens_per_gpu_per_second_tgs"], "5120.0");
+    // consumed tokens is a running total: 10485760 tokens over the 10 iterations since the last line,
+    // 3.2 s each.
+    assert!(close(
+        num(&rows[1], "tokens_per_second"),
+        10485760.0 / 10.0 / 3.2
+    ));
+}
+
+#[test]
+fn a_text_log_that_no_preset_reads_names_the_flags_that_would() {
+    let wd = Workdir::new("shapes_unknown_text");
+    wd.create("notes.log", "hello\nworld\n");
+    let out = wd
+        .mfu()
+        .args(["enrich", "notes.log", "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("notes.log: cannot tell the format"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--shape and --line-regex"), "{stderr}");
+}
+
+#[test]
+fn a_console_log_is_recognised_past_a_long_preamble() {
+    // modded-nanogpt logs start with the whole training script: the first step line is far in.
+    let wd = Workdir::new("shapes_preamble");
+    let mut text = String::from("import torch\n");
+    text.push_str(
+        &"# a line of the training script, printed before training starts\n".repeat(2000),
+    );
+    text.push_str(&std::fs::read_to_string(fixtures().join("shapes/modded_nanogpt.txt")).unwrap());
+    assert!(text.find("step:").unwrap() > 64 * 1024);
+    let path = wd.create("training_log.txt", &text);
+    let (rows, err) = enrich(
+        &path,
+        &[&RUN[..], &["--tokens-per-step", "4096", "-v"]].concat(),
+    );
+    assert!(err.contains("modded-nanogpt log"), "{err}");
+    assert!(!rows.is_empty());
+}
+
+#[test]
 fn lightning_rows_of_one_step_are_merged() {
     let file = fixtures().join("shapes/metrics.csv");
     let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "4096"]].concat());

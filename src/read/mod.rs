@@ -91,7 +91,7 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error(
-        "{input}: cannot tell the format from the name; give --input-format jsonl|csv|tsv|parquet"
+        "{input}: cannot tell the format: not named like a table (.jsonl, .csv, .tsv, .parquet) and no line matches a console-log preset (modded-nanogpt, nanogpt, megatron-log); give --input-format jsonl|csv|tsv|parquet for a table, or --shape and --line-regex for a console log"
     )]
     UnknownFormat { input: String },
     #[error("{input}: {compression} data is corrupt or cut short: {source}")]
@@ -396,6 +396,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         }
         Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
         Shape::Megatron => shapes::megatron::read(&bytes),
+        Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),

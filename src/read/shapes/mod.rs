@@ -8,6 +8,7 @@ pub mod hf;
 pub mod lightning;
 pub mod llamafactory;
 pub mod megatron;
+pub mod megatron_log;
 pub mod tensorboard;
 pub mod text;
 
@@ -37,10 +38,12 @@ pub enum Shape {
     ModdedNanogpt,
     /// nanoGPT console log (`iter N: loss L, time Tms, mfu M%`).
     Nanogpt,
+    /// Megatron-LM / NeMo / Megatron-DeepSpeed console log (`iteration N/M | key: value | ...`).
+    MegatronLog,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 9] = [
+    pub const ALL: [Shape; 10] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -50,6 +53,7 @@ impl Shape {
         Shape::Text,
         Shape::ModdedNanogpt,
         Shape::Nanogpt,
+        Shape::MegatronLog,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +67,7 @@ impl Shape {
             Shape::Text => "text",
             Shape::ModdedNanogpt => "modded-nanogpt",
             Shape::Nanogpt => "nanogpt",
+            Shape::MegatronLog => "megatron-log",
         }
     }
 
@@ -167,17 +172,30 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     {
         return Some(Shape::Lightning);
     }
-    if trimmed.contains("step:") && trimmed.contains("train_time:") && trimmed.contains("step_avg:")
+    // Console logs often start with the script's source or its arguments, so a file whose name is not
+    // a table's is searched through, not only its head.
+    let all;
+    let body: &str = if crate::read::InputFormat::from_path(std::path::Path::new(name)).is_some() {
+        trimmed
+    } else {
+        all = String::from_utf8_lossy(bytes);
+        &all
+    };
+    if body
+        .lines()
+        .any(|l| l.contains("step:") && l.contains("train_time:") && l.contains("step_avg:"))
     {
         return Some(Shape::ModdedNanogpt);
     }
-    if trimmed
+    if body.lines().any(megatron_log::is_iteration_line) {
+        return Some(Shape::MegatronLog);
+    }
+    if body
         .lines()
         .any(|l| l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "))
     {
         return Some(Shape::Nanogpt);
     }
-    let _ = name;
     None
 }
 
