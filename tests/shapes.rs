@@ -225,6 +225,30 @@ fn a_console_log_is_recognised_past_a_long_preamble() {
 }
 
 #[test]
+fn ms_swift_logging_jsonl() {
+    let file = fixtures().join("shapes/ms_swift_logging.jsonl");
+    let (rows, err) = enrich(
+        &file,
+        &[&RUN[..], &["--tokens-per-step", "131072", "-v"]].concat(),
+    );
+    assert!(err.contains("ms-swift log, 3 rows"), "{err}");
+    assert!(
+        err.contains("3 training line(s); 1 evaluation line(s), 2 other line(s) and 0 repeated step(s) skipped"),
+        "{err}"
+    );
+    assert!(
+        err.contains("tokens_this_step counts one data-parallel rank's tokens"),
+        "{err}"
+    );
+    let steps: Vec<_> = rows.iter().map(|r| r["global_step"].clone()).collect();
+    assert_eq!(steps, ["5", "10", "15"]);
+    assert_eq!(rows[2]["elapsed_time"], "61.0");
+    // 22 s - 12 s over 5 steps; then 61 s - 22 s (the evaluation included, as logged) over 5 steps.
+    assert!(close(num(&rows[1], "tokens_per_second"), 131072.0 / 2.0));
+    assert!(close(num(&rows[2], "tokens_per_second"), 131072.0 / 7.8));
+}
+
+#[test]
 fn lightning_rows_of_one_step_are_merged() {
     let file = fixtures().join("shapes/metrics.csv");
     let (rows, _) = enrich(&file, &[&RUN[..], &["--tokens-per-step", "4096"]].concat());

@@ -36,7 +36,8 @@ pub struct SourceArgs {
     pub input_format: Option<InputFormatArg>,
 
     /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
-    /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt, megatron-log. A
+    /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt, megatron-log,
+    /// ms-swift. A
     /// file not named like a table (.log, .txt, .out, no extension) is searched through for a preset's
     /// lines.
     #[arg(long, value_name = "SHAPE")]

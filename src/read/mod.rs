@@ -397,6 +397,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
+        Shape::MsSwift => shapes::ms_swift::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),

@@ -9,6 +9,7 @@ pub mod lightning;
 pub mod llamafactory;
 pub mod megatron;
 pub mod megatron_log;
+pub mod ms_swift;
 pub mod tensorboard;
 pub mod text;
 
@@ -40,10 +41,12 @@ pub enum Shape {
     Nanogpt,
     /// Megatron-LM / NeMo / Megatron-DeepSpeed console log (`iteration N/M | key: value | ...`).
     MegatronLog,
+    /// ms-swift `logging.jsonl` (`"global_step/max_steps": "N/M"`, `"elapsed_time": "1h 2m 3s"`).
+    MsSwift,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 10] = [
+    pub const ALL: [Shape; 11] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -54,6 +57,7 @@ impl Shape {
         Shape::ModdedNanogpt,
         Shape::Nanogpt,
         Shape::MegatronLog,
+        Shape::MsSwift,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +72,7 @@ impl Shape {
             Shape::ModdedNanogpt => "modded-nanogpt",
             Shape::Nanogpt => "nanogpt",
             Shape::MegatronLog => "megatron-log",
+            Shape::MsSwift => "ms-swift",
         }
     }
 
@@ -150,6 +155,9 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
             if text.contains("\"step_interval\"") && text.contains("\"values\"") {
                 return Some(Shape::Megatron);
             }
+        }
+        if memchr::memmem::find(head, ms_swift::STEP_KEY.as_bytes()).is_some() {
+            return Some(Shape::MsSwift);
         }
         return None;
     }
