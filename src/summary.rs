@@ -309,6 +309,11 @@ pub const SUMMARY_COLUMNS: [&str; 16] = [
 ];
 
 /// The summaries as a frame: the key columns (named `key_names`), then [`SUMMARY_COLUMNS`].
+/// `v` as an integer when it is a whole number an f64 holds exactly (below 2^53 in size).
+pub fn whole(v: f64) -> Option<i64> {
+    (v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0).then_some(v as i64)
+}
+
 pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataFrame> {
     let mut columns: Vec<Column> = Vec::new();
     for (i, name) in key_names.iter().enumerate() {
@@ -318,6 +323,17 @@ pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataF
     let f = |name: &str, get: &dyn Fn(&RunSummary) -> Option<f64>| {
         Column::new(name.into(), runs.iter().map(get).collect::<Vec<_>>())
     };
+    // Counts are integers when every run's is whole (a device count, steps, tokens), so a reader sees
+    // 8, not 8.0; a count that is a mean or an interpolation stays a float.
+    let count = |name: &str, get: &dyn Fn(&RunSummary) -> Option<f64>| {
+        let values: Vec<Option<f64>> = runs.iter().map(get).collect();
+        if values.iter().flatten().all(|v| whole(*v).is_some()) {
+            let ints: Vec<Option<i64>> = values.iter().map(|v| v.and_then(whole)).collect();
+            Column::new(name.into(), ints)
+        } else {
+            Column::new(name.into(), values)
+        }
+    };
     columns.push(Column::new(
         "device".into(),
         runs.iter().map(|r| r.device.clone()).collect::<Vec<_>>(),
@@ -326,14 +342,14 @@ pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataF
         "dtype".into(),
         runs.iter().map(|r| r.dtype.clone()).collect::<Vec<_>>(),
     ));
-    columns.push(f("num_devices", &|r| r.num_devices));
+    columns.push(count("num_devices", &|r| r.num_devices));
     columns.push(Column::new(
         "steps".into(),
         runs.iter().map(|r| r.steps as u64).collect::<Vec<_>>(),
     ));
-    columns.push(f("first_step", &|r| r.first_step));
-    columns.push(f("last_step", &|r| r.last_step));
-    columns.push(f("tokens", &|r| r.tokens));
+    columns.push(count("first_step", &|r| r.first_step));
+    columns.push(count("last_step", &|r| r.last_step));
+    columns.push(count("tokens", &|r| r.tokens));
     columns.push(f("step_time_total_s", &|r| r.step_time_total_s));
     columns.push(f("tokens_per_second", &|r| r.tokens_per_second));
     columns.push(f("mfu_wall_clock", &|r| r.mfu_wall_clock));

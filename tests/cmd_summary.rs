@@ -123,6 +123,25 @@ fn csv_table_and_enriched_input_agree() {
         from_raw, from_enriched,
         "the enriched table summarises the same"
     );
+    // Counts are integers: 4 devices, not 4.0.
+    let rows = crate::util::csv_rows(&text);
+    let alpha = rows.iter().find(|r| r["run_id"] == "alpha").unwrap();
+    assert_eq!(alpha["num_devices"], "4");
+    assert!(!alpha["tokens"].contains('.'), "{}", alpha["tokens"]);
+    assert!(
+        !alpha["first_step"].contains('.'),
+        "{}",
+        alpha["first_step"]
+    );
+    let json = wd
+        .mfu()
+        .arg("summary")
+        .arg(&input)
+        .args(["--format", "json"])
+        .ok_stdout();
+    let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert!(json[0]["num_devices"].is_i64(), "{}", json[0]);
+    assert!(json[0]["tokens"].is_i64(), "{}", json[0]);
 
     let table = wd
         .mfu()

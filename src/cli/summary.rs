@@ -257,9 +257,14 @@ fn json_text(keys: &[String], runs: &[RunSummary]) -> anyhow::Result<String> {
             for (k, v) in keys.iter().zip(&r.keys) {
                 o.insert(k.clone(), serde_json::json!(v));
             }
+            // Counts as integers where they are whole (8 devices, not 8.0).
+            let count = |v: Option<f64>| match v {
+                Some(x) => mfu::summary::whole(x).map_or(serde_json::json!(x), |i| serde_json::json!(i)),
+                None => serde_json::Value::Null,
+            };
             let fields = serde_json::json!({
-                "device": r.device, "dtype": r.dtype, "num_devices": r.num_devices, "steps": r.steps,
-                "first_step": r.first_step, "last_step": r.last_step, "tokens": r.tokens,
+                "device": r.device, "dtype": r.dtype, "num_devices": count(r.num_devices), "steps": r.steps,
+                "first_step": count(r.first_step), "last_step": count(r.last_step), "tokens": count(r.tokens),
                 "step_time_total_s": r.step_time_total_s, "tokens_per_second": r.tokens_per_second,
                 "mfu_wall_clock": r.mfu_wall_clock, "mfu_fwd_bwd": r.mfu_fwd_bwd,
                 "mfu_wall_clock_p10": r.mfu_wall_clock_p10, "mfu_wall_clock_p50": r.mfu_wall_clock_p50,
