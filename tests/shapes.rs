@@ -248,6 +248,116 @@ fn ms_swift_logging_jsonl() {
     assert!(close(num(&rows[2], "tokens_per_second"), 131072.0 / 7.8));
 }
 
+/// The event-file fixtures (made by fixtures/tensorboard/make_fixtures.py), copied into `wd`.
+fn event_runs(wd: &Workdir) -> std::path::PathBuf {
+    let from = fixtures().join("tensorboard/runs");
+    for run in ["tbx", "tf2"] {
+        for entry in std::fs::read_dir(from.join(run)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            wd.create(&format!("runs/{run}/{name}"), std::fs::read(&path).unwrap());
+        }
+    }
+    wd.path("runs")
+}
+
+const EVENT_FLAGS: [&str; 8] = [
+    "--device",
+    "NVIDIA H100 80GB HBM3",
+    "--dtype",
+    "bf16",
+    "--num-devices",
+    "8",
+    "--flops-per-token",
+    "4.2e10",
+];
+
+#[test]
+fn tensorboard_event_files_one_run_per_folder() {
+    let wd = Workdir::new("shapes_tfevents");
+    let runs = event_runs(&wd);
+    let (rows, err) = enrich(&runs, &[&EVENT_FLAGS[..], &["-v"]].concat());
+    assert!(
+        err.contains("runs/tbx: tensorboard-events log, 25 rows"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 event file(s), 25 step(s), 3 scalar tag(s)"),
+        "{err}"
+    );
+    assert!(err.contains("a resumed run: 5 step(s)"), "{err}");
+    assert!(
+        err.contains("runs/tf2: tensorboard-events log, 12 rows"),
+        "{err}"
+    );
+    // tensorboardX's run: simple values; its histogram and text are not columns.
+    let tbx: Vec<_> = rows.iter().filter(|r| r["run_id"] == "tbx").collect();
+    let steps: Vec<_> = tbx.iter().map(|r| r["step"].clone()).collect();
+    assert_eq!(steps.len(), 25);
+    assert_eq!((steps[0].as_str(), steps[24].as_str()), ("1", "25"));
+    assert!(!rows[0].contains_key("weights") && !rows[0].contains_key("note"));
+    // Steps 16-20 come from the resumed file: loss 3.0 - 0.05 * step written again, wall times later.
+    assert_eq!(tbx[15]["wall_time"], "1700001002.5");
+    assert!(close(
+        num(tbx[15], "train/loss"),
+        (3.0f32 - 0.05 * 16.0) as f64
+    ));
+    // perf/step_time_s is the step time: 131072 tokens in 2.5 s.
+    assert!(close(num(tbx[3], "tokens_per_second"), 131072.0 / 2.5));
+    // The TF2 run: rank-0 tensors of every kind; no step-time tag, so wall-time differences (1.25 s).
+    let tf2: Vec<_> = rows.iter().filter(|r| r["run_id"] == "tf2").collect();
+    assert_eq!(tf2.len(), 12);
+    assert_eq!(tf2[4]["grad_scale"], "1.0");
+    assert_eq!(tf2[4]["acc"], "0.25");
+    assert_eq!(tf2[4]["loss"], "1.75");
+    assert!(!tf2[0].contains_key("vector"));
+    assert_eq!(num(tf2[0], "tokens_per_second"), None);
+    assert!(close(num(tf2[4], "tokens_per_second"), 65536.0 / 1.25));
+}
+
+#[test]
+fn damaged_event_files_are_read_as_far_as_they_can_be() {
+    let wd = Workdir::new("shapes_tfevents_damaged");
+    let runs = event_runs(&wd);
+    let file = runs.join("tf2/events.out.tfevents.1700000000.host.3.v2");
+    let bytes = std::fs::read(&file).unwrap();
+    // A run killed mid-write: the last record cut short.
+    std::fs::write(&file, &bytes[..bytes.len() - 7]).unwrap();
+    let (rows, err) = enrich(&runs.join("tf2"), &EVENT_FLAGS);
+    assert_eq!(rows.len(), 11, "{err}");
+    assert!(
+        err.contains("is cut short (a run killed mid-write?): skipped"),
+        "{err}"
+    );
+    // A flipped byte inside a record's data: that record is skipped and counted.
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() - 20] ^= 0x55;
+    std::fs::write(&file, &flipped).unwrap();
+    let (rows, err) = enrich(&runs.join("tf2"), &EVENT_FLAGS);
+    assert_eq!(rows.len(), 11, "{err}");
+    assert!(err.contains("1 record(s) with a wrong CRC"), "{err}");
+    // A length that fails its CRC: the framing cannot be trusted; an error naming the file and offset.
+    let mut broken = bytes.clone();
+    broken[3] ^= 0x01;
+    std::fs::write(&file, &broken).unwrap();
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(runs.join("tf2"))
+        .args(["-o", "-"])
+        .args(EVENT_FLAGS)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "events.out.tfevents.1700000000.host.3.v2: byte 0: the record's length fails its CRC"
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn lightning_rows_of_one_step_are_merged() {
     let file = fixtures().join("shapes/metrics.csv");

@@ -18,8 +18,8 @@ use mfu::flops::ModelConfig;
 use mfu::peaks::{parse_precision, Dtype};
 use mfu::read::memory::{format_size, parse_size};
 use mfu::read::{
-    expand_inputs, group_tensorboard_tags, read_input, Held, Input, InputFormat, MemoryBudget,
-    ReadOptions, Reject, RowKinds, Shape,
+    expand_inputs, group_event_files, group_tensorboard_tags, read_input, Held, Input, InputFormat,
+    MemoryBudget, ReadOptions, Reject, RowKinds, Shape,
 };
 
 use super::{AttentionArg, PeakTableArgs, RecomputeArg};
@@ -37,7 +37,7 @@ pub struct SourceArgs {
 
     /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
     /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt, megatron-log,
-    /// ms-swift. A
+    /// ms-swift, tensorboard-events. A
     /// file not named like a table (.log, .txt, .out, no extension) is searched through for a preset's
     /// lines.
     #[arg(long, value_name = "SHAPE")]
@@ -213,6 +213,8 @@ pub struct Seen {
     pub shape: Shape,
     pub rows: usize,
     pub notes: Vec<String>,
+    /// The reader's own warnings about the input.
+    pub read_warnings: Vec<String>,
     pub mapping: ColumnMapping,
     pub non_numeric: Vec<(String, usize)>,
     pub renamed: Vec<(String, String)>,
@@ -253,6 +255,9 @@ impl SourceArgs {
         let mut inputs = expand_inputs(&self.inputs)?;
         if self.shape.is_none() || self.shape == Some(Shape::TensorBoard) {
             inputs = group_tensorboard_tags(inputs);
+        }
+        if self.shape.is_none() || self.shape == Some(Shape::TensorBoardEvents) {
+            inputs = group_event_files(inputs);
         }
         let format = self.input_format.map(InputFormat::from);
         if inputs.iter().any(|i| i.path.is_none()) && format.is_none() {
@@ -348,6 +353,7 @@ impl Pipeline {
             shape: read.shape,
             rows,
             notes: read.notes,
+            read_warnings: read.warnings,
             mapping: enriched.mapping.clone(),
             non_numeric: enriched.non_numeric.clone(),
             renamed: enriched.renamed.clone(),
@@ -390,7 +396,11 @@ impl Pipeline {
     /// What the user should know about one input: non-numeric cells, renamed columns, missing timing,
     /// lines that were not read.
     pub fn warnings(&self, input: &Input, seen: &Seen) -> Vec<String> {
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = seen
+            .read_warnings
+            .iter()
+            .map(|w| format!("{}: {w}", input.display))
+            .collect();
         for (column, cells) in &seen.non_numeric {
             warnings.push(format!(
                 "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",

@@ -71,10 +71,10 @@ pub(super) fn enrich_streaming(
     if !plain
         || inputs
             .iter()
-            .any(|i| i.path.is_none() || !i.companions.is_empty())
+            .any(|i| i.path.is_none() || !i.companions.is_empty() || mfu::read::is_event_input(i))
     {
         let _ = why.set(
-            "--shape, --line-regex, standard input and TensorBoard tag exports are read whole"
+            "--shape, --line-regex, standard input, TensorBoard event files and tag exports are read whole"
                 .into(),
         );
         return Ok(None);
@@ -333,6 +333,7 @@ impl Gathered {
             shape: Shape::Table,
             rows: 0,
             notes: Vec::new(),
+            read_warnings: Vec::new(),
             mapping: enriched.mapping.clone(),
             non_numeric: Vec::new(),
             renamed: enriched.renamed.clone(),

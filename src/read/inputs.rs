@@ -57,6 +57,58 @@ impl Input {
     }
 }
 
+/// Joins the TensorBoard event files of one folder (one run) into a single input: the first file (in name
+/// order, which is time order) stands for the folder, the others are its companions, and the input is
+/// shown as the folder.
+pub fn group_event_files(inputs: Vec<Input>) -> Vec<Input> {
+    let mut out: Vec<Input> = Vec::with_capacity(inputs.len());
+    let mut groups: std::collections::HashMap<PathBuf, usize> = Default::default();
+    for input in inputs {
+        let folder = input.path.as_deref().and_then(|p| {
+            let name = p.file_name()?.to_str()?;
+            super::shapes::tfevents::is_event_file(name)
+                .then(|| p.parent().map(Path::to_path_buf).unwrap_or_default())
+        });
+        let Some(folder) = folder else {
+            out.push(input);
+            continue;
+        };
+        match groups.get(&folder) {
+            Some(&i) => out[i]
+                .companions
+                .push(input.path.expect("event files have paths")),
+            None => {
+                groups.insert(folder.clone(), out.len());
+                let shown = if folder.as_os_str().is_empty() {
+                    ".".to_string()
+                } else {
+                    folder.display().to_string()
+                };
+                let relative = input
+                    .relative
+                    .parent()
+                    .map(|p| p.join("events"))
+                    .unwrap_or_else(|| PathBuf::from("events"));
+                out.push(Input {
+                    display: shown,
+                    relative,
+                    ..input
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Whether this input is a folder's TensorBoard event files.
+pub fn is_event_input(input: &Input) -> bool {
+    input
+        .path
+        .as_deref()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| super::shapes::tfevents::is_event_file(&n.to_string_lossy()))
+}
+
 /// Joins TensorBoard scalar exports of one run (`run-<run>-tag-<tag>.csv` files in one folder) into a
 /// single input whose first file stands for the group; the others become its companions, in path order.
 pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
@@ -94,7 +146,7 @@ pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, and trainer_state.json)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json and TensorBoard's events.out.tfevents.*)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -204,7 +256,10 @@ fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
             if p.is_dir() {
                 stack.push(p);
             } else if InputFormat::from_path(&p).is_some()
-                || p.file_name().is_some_and(|n| n == "trainer_state.json")
+                || p.file_name().is_some_and(|n| {
+                    n == "trainer_state.json"
+                        || super::shapes::tfevents::is_event_file(&n.to_string_lossy())
+                })
             {
                 found.push(p);
             }

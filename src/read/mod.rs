@@ -29,7 +29,9 @@ use std::sync::Arc;
 use polars::prelude::DataFrame;
 
 pub use compression::Compression;
-pub use inputs::{expand_inputs, group_tensorboard_tags, Input, InputError};
+pub use inputs::{
+    expand_inputs, group_event_files, group_tensorboard_tags, is_event_input, Input, InputError,
+};
 pub use jsonl::Reject;
 pub use memory::{Held, MemoryBudget};
 pub use shapes::{RowKinds, Shape};
@@ -301,6 +303,8 @@ pub struct ReadOutcome {
     pub frame: DataFrame,
     pub shape: Shape,
     pub notes: Vec<String>,
+    /// What the user should know about the input itself (records skipped, a record cut short).
+    pub warnings: Vec<String>,
     /// A torn last line (a run killed mid-write), dropped.
     pub torn: Option<Reject>,
     /// Malformed lines or rows dropped under `--skip-bad-rows`.
@@ -314,6 +318,9 @@ pub struct ReadOutcome {
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
 pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, ReadError> {
     let budget = options.budget.as_ref();
+    if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
+        return read_event_files(input, budget);
+    }
     let (bytes, mut held) = load_bytes(input, budget)?;
     let mut total_bytes = bytes.len() as u64;
     if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
@@ -357,6 +364,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                 frame,
                 shape,
                 notes: Vec::new(),
+                warnings: Vec::new(),
                 torn,
                 rejects,
                 bytes: total_bytes,
@@ -398,6 +406,8 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
+        // Event files are read by their folder, before any of this (see read_event_files).
+        Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
@@ -422,9 +432,67 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         frame: shaped.frame,
         shape,
         notes: shaped.notes,
+        warnings: Vec::new(),
         torn: None,
         rejects: Vec::new(),
         bytes: total_bytes,
+        held,
+    })
+}
+
+/// The TensorBoard event files of one run folder (the input's file and its companions), with a `run_id`
+/// column: the folder's path relative to the argument it was found under (its own name when it was given
+/// itself).
+fn read_event_files(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<ReadOutcome, ReadError> {
+    let mut paths: Vec<PathBuf> = input.path.iter().cloned().collect();
+    paths.extend(input.companions.iter().cloned());
+    paths.sort();
+    let mut held = Held::none();
+    let mut total = 0u64;
+    let mut files = Vec::with_capacity(paths.len());
+    for path in &paths {
+        let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
+        total += bytes.len() as u64;
+        held.absorb(more);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        files.push((name, bytes));
+    }
+    let shape_error = |message: String| ReadError::Shape {
+        input: input.display.clone(),
+        shape: Shape::TensorBoardEvents,
+        message,
+    };
+    let (shaped, warnings) = shapes::tfevents::read(&files).map_err(shape_error)?;
+    let run = match input.relative.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+        _ => paths[0]
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| ".".into()),
+    };
+    let mut frame = shaped.frame;
+    let height = frame.height();
+    frame
+        .with_column(polars::prelude::Column::new(
+            "run_id".into(),
+            vec![run.as_str(); height],
+        ))
+        .map_err(|e| shape_error(e.to_string()))?;
+    Ok(ReadOutcome {
+        frame,
+        shape: Shape::TensorBoardEvents,
+        notes: shaped.notes,
+        warnings,
+        torn: None,
+        rejects: Vec::new(),
+        bytes: total,
         held,
     })
 }

@@ -12,6 +12,7 @@ pub mod megatron_log;
 pub mod ms_swift;
 pub mod tensorboard;
 pub mod text;
+pub mod tfevents;
 
 use std::fmt;
 
@@ -43,10 +44,12 @@ pub enum Shape {
     MegatronLog,
     /// ms-swift `logging.jsonl` (`"global_step/max_steps": "N/M"`, `"elapsed_time": "1h 2m 3s"`).
     MsSwift,
+    /// TensorBoard event files (`events.out.tfevents.*`) of one run folder.
+    TensorBoardEvents,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 11] = [
+    pub const ALL: [Shape; 12] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -58,6 +61,7 @@ impl Shape {
         Shape::Nanogpt,
         Shape::MegatronLog,
         Shape::MsSwift,
+        Shape::TensorBoardEvents,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +77,7 @@ impl Shape {
             Shape::Nanogpt => "nanogpt",
             Shape::MegatronLog => "megatron-log",
             Shape::MsSwift => "ms-swift",
+            Shape::TensorBoardEvents => "tensorboard-events",
         }
     }
 

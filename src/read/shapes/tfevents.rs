@@ -1,0 +1,525 @@
+//! TensorBoard event files (`events.out.tfevents.*`): the scalars a run logged, one row per step and one
+//! column per tag.
+//!
+//! No maintained crate reads these, so this module does, with `prost` for the protobuf messages (derived
+//! here from TensorFlow's `event.proto`, `summary.proto`, `tensor.proto` and `tensor_shape.proto`, only the
+//! fields a scalar needs) and `crc32c` for TFRecord's checksums.
+//!
+//! A file is a TFRecord stream: each record is a little-endian u64 length, the masked CRC-32C of those
+//! eight bytes, the data, and the masked CRC-32C of the data. A length whose CRC is wrong means the framing
+//! itself cannot be trusted: an error naming the file and the byte offset. A record whose data CRC is
+//! wrong is skipped and counted; a record cut short at the end (a run killed mid-write) is a warning and
+//! the records before it are kept.
+//!
+//! Scalars are a `simple_value` (TF1, tensorboardX, PyTorch's SummaryWriter), or a rank-0 tensor of float,
+//! double, half, bfloat16, int32 or int64 in `float_val`, `double_val`, `half_val`, `int_val`,
+//! `int64_val` or `tensor_content` (TF2's `tf.summary.scalar`). The plugin metadata is only on a tag's
+//! first value: a tag whose first value names a plugin other than `scalars` (images, histograms, text,
+//! ...) is skipped. Histograms, images, audio and graphs are skipped.
+//!
+//! The files of one folder are one run, read in file-name order (the timestamp in the name orders them). A
+//! file whose first step is at or before the last step seen replaces the steps from there on (a run
+//! resumed from a checkpoint), as TensorBoard shows it. Each row has the step, `wall_time` (the latest
+//! wall time of the step's values, in seconds: its differences give the step time when no tag does) and
+//! one column per tag.
+
+use std::collections::{BTreeMap, HashMap};
+
+use prost::Message;
+use serde_json::{Map, Value};
+
+use super::{rows_to_frame, ShapedFrame};
+
+#[derive(Clone, PartialEq, Message)]
+struct Event {
+    #[prost(double, tag = "1")]
+    wall_time: f64,
+    #[prost(int64, tag = "2")]
+    step: i64,
+    #[prost(message, optional, tag = "5")]
+    summary: Option<Summary>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Summary {
+    #[prost(message, repeated, tag = "1")]
+    value: Vec<SummaryValue>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct SummaryValue {
+    #[prost(string, tag = "1")]
+    tag: String,
+    #[prost(float, optional, tag = "2")]
+    simple_value: Option<f32>,
+    #[prost(message, optional, tag = "8")]
+    tensor: Option<TensorProto>,
+    #[prost(message, optional, tag = "9")]
+    metadata: Option<SummaryMetadata>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct SummaryMetadata {
+    #[prost(message, optional, tag = "1")]
+    plugin_data: Option<PluginData>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct PluginData {
+    #[prost(string, tag = "1")]
+    plugin_name: String,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TensorProto {
+    #[prost(int32, tag = "1")]
+    dtype: i32,
+    #[prost(message, optional, tag = "2")]
+    tensor_shape: Option<TensorShape>,
+    #[prost(bytes = "vec", tag = "4")]
+    tensor_content: Vec<u8>,
+    #[prost(float, repeated, tag = "5")]
+    float_val: Vec<f32>,
+    #[prost(double, repeated, tag = "6")]
+    double_val: Vec<f64>,
+    #[prost(int32, repeated, tag = "7")]
+    int_val: Vec<i32>,
+    #[prost(int64, repeated, tag = "10")]
+    int64_val: Vec<i64>,
+    #[prost(int32, repeated, tag = "13")]
+    half_val: Vec<i32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TensorShape {
+    #[prost(message, repeated, tag = "2")]
+    dim: Vec<Dim>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct Dim {
+    #[prost(int64, tag = "1")]
+    size: i64,
+}
+
+// TensorFlow's DataType numbers.
+const DT_FLOAT: i32 = 1;
+const DT_DOUBLE: i32 = 2;
+const DT_INT32: i32 = 3;
+const DT_INT64: i32 = 9;
+const DT_BFLOAT16: i32 = 14;
+const DT_HALF: i32 = 19;
+
+/// Whether a file name is a TensorBoard event file's.
+pub fn is_event_file(name: &str) -> bool {
+    name.starts_with("events.out.tfevents.")
+}
+
+/// TFRecord's masked CRC-32C.
+fn masked_crc(bytes: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(bytes);
+    (crc.rotate_right(15)).wrapping_add(0xa282_ead8)
+}
+
+/// What reading the records of one file met, for the notes.
+#[derive(Debug, Default, PartialEq)]
+struct Records {
+    /// The records' data, in order.
+    data: Vec<std::ops::Range<usize>>,
+    /// Records skipped for a wrong data CRC.
+    bad_crc: usize,
+    /// Where a record cut short at the end starts.
+    torn_at: Option<usize>,
+}
+
+/// Splits a TFRecord stream into its records' data.
+fn records(bytes: &[u8]) -> Result<Records, String> {
+    let mut out = Records::default();
+    let mut at = 0;
+    while at < bytes.len() {
+        let Some(header) = bytes.get(at..at + 12) else {
+            out.torn_at = Some(at);
+            break;
+        };
+        let len_bytes = &header[..8];
+        let len_crc = u32::from_le_bytes(header[8..12].try_into().expect("four bytes"));
+        if masked_crc(len_bytes) != len_crc {
+            return Err(format!(
+                "byte {at}: the record's length fails its CRC (not an event file, or corrupt)"
+            ));
+        }
+        let len = u64::from_le_bytes(len_bytes.try_into().expect("eight bytes"));
+        let start = at + 12;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|e| e.checked_add(4).is_some_and(|e4| e4 <= bytes.len()));
+        let Some(end) = end else {
+            out.torn_at = Some(at);
+            break;
+        };
+        let data_crc = u32::from_le_bytes(bytes[end..end + 4].try_into().expect("four bytes"));
+        if masked_crc(&bytes[start..end]) == data_crc {
+            out.data.push(start..end);
+        } else {
+            out.bad_crc += 1;
+        }
+        at = end + 4;
+    }
+    Ok(out)
+}
+
+/// A rank-0 numeric tensor's value.
+fn tensor_scalar(t: &TensorProto) -> Option<f64> {
+    if t.tensor_shape.as_ref().is_some_and(|s| !s.dim.is_empty()) {
+        return None;
+    }
+    let content = &t.tensor_content;
+    let half = |bits: u16, bf16: bool| -> f64 {
+        if bf16 {
+            f32::from_bits((bits as u32) << 16) as f64
+        } else {
+            f16_to_f64(bits)
+        }
+    };
+    match t.dtype {
+        DT_FLOAT => t
+            .float_val
+            .first()
+            .map(|v| *v as f64)
+            .or_else(|| Some(f32::from_le_bytes(content.get(..4)?.try_into().ok()?) as f64)),
+        DT_DOUBLE => t
+            .double_val
+            .first()
+            .copied()
+            .or_else(|| Some(f64::from_le_bytes(content.get(..8)?.try_into().ok()?))),
+        DT_INT32 => t
+            .int_val
+            .first()
+            .map(|v| *v as f64)
+            .or_else(|| Some(i32::from_le_bytes(content.get(..4)?.try_into().ok()?) as f64)),
+        DT_INT64 => t
+            .int64_val
+            .first()
+            .map(|v| *v as f64)
+            .or_else(|| Some(i64::from_le_bytes(content.get(..8)?.try_into().ok()?) as f64)),
+        DT_HALF | DT_BFLOAT16 => {
+            let bits = match t.half_val.first() {
+                Some(v) => *v as u16,
+                None => u16::from_le_bytes(content.get(..2)?.try_into().ok()?),
+            };
+            Some(half(bits, t.dtype == DT_BFLOAT16))
+        }
+        _ => None,
+    }
+}
+
+/// IEEE 754 half precision to f64.
+fn f16_to_f64(bits: u16) -> f64 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = ((bits >> 10) & 0x1f) as i32;
+    let fraction = (bits & 0x3ff) as f64;
+    sign * match exponent {
+        0 => fraction * 2f64.powi(-24),
+        31 if fraction == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + fraction / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// One step's values in one run.
+#[derive(Default)]
+struct StepRow {
+    wall_time: f64,
+    values: BTreeMap<String, f64>,
+}
+
+/// Reads the event files of one run, each `(name, bytes)`, in the order given (file-name order): the rows,
+/// and warnings (records skipped, a record cut short).
+pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), String> {
+    let mut steps: BTreeMap<i64, StepRow> = BTreeMap::new();
+    // The plugin each tag's first value named ("" when none).
+    let mut plugins: HashMap<String, String> = HashMap::new();
+    let mut tag_order: Vec<String> = Vec::new();
+    let (mut bad_crc, mut undecodable, mut resumed) = (0, 0, 0);
+    let mut notes = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, bytes) in files {
+        let records = records(bytes).map_err(|e| format!("{name}: {e}"))?;
+        bad_crc += records.bad_crc;
+        if let Some(at) = records.torn_at {
+            warnings.push(format!(
+                "{name}: the record at byte {at} is cut short (a run killed mid-write?): skipped"
+            ));
+        }
+        let mut first_step_of_file = true;
+        for range in records.data {
+            let Ok(event) = Event::decode(&bytes[range]) else {
+                undecodable += 1;
+                continue;
+            };
+            let Some(summary) = event.summary else {
+                continue;
+            };
+            let mut scalars = Vec::new();
+            for value in summary.value {
+                let plugin = plugins.entry(value.tag.clone()).or_insert_with(|| {
+                    value
+                        .metadata
+                        .as_ref()
+                        .and_then(|m| m.plugin_data.as_ref())
+                        .map(|p| p.plugin_name.clone())
+                        .unwrap_or_default()
+                });
+                if !(plugin.is_empty() || plugin == "scalars") {
+                    continue;
+                }
+                let scalar = match (value.simple_value, &value.tensor) {
+                    (Some(v), _) => Some(v as f64),
+                    (None, Some(t)) => tensor_scalar(t),
+                    (None, None) => None,
+                };
+                if let Some(v) = scalar {
+                    scalars.push((value.tag, v));
+                }
+            }
+            if scalars.is_empty() {
+                continue;
+            }
+            if first_step_of_file {
+                first_step_of_file = false;
+                // A resumed run: this file's steps replace the ones from its first step on.
+                let dropped = steps.split_off(&event.step).len();
+                if dropped > 0 {
+                    resumed += dropped;
+                }
+            }
+            let row = steps.entry(event.step).or_default();
+            row.wall_time = row.wall_time.max(event.wall_time);
+            for (tag, v) in scalars {
+                if !tag_order.contains(&tag) {
+                    tag_order.push(tag.clone());
+                }
+                row.values.insert(tag, v);
+            }
+        }
+    }
+    if steps.is_empty() {
+        return Err("no scalar values (only histograms, images, text or graphs?)".into());
+    }
+    let rows: Vec<Map<String, Value>> = steps
+        .into_iter()
+        .map(|(step, row)| {
+            let mut out = Map::new();
+            out.insert("step".into(), Value::from(step));
+            out.insert(
+                "wall_time".into(),
+                serde_json::Number::from_f64(row.wall_time).map_or(Value::Null, Value::Number),
+            );
+            for tag in &tag_order {
+                let v = row.values.get(tag).copied();
+                out.insert(
+                    tag.clone(),
+                    v.and_then(serde_json::Number::from_f64)
+                        .map_or(Value::Null, Value::Number),
+                );
+            }
+            out
+        })
+        .collect();
+    notes.insert(
+        0,
+        format!(
+            "{} event file(s), {} step(s), {} scalar tag(s)",
+            files.len(),
+            rows.len(),
+            tag_order.len()
+        ),
+    );
+    if bad_crc + undecodable > 0 {
+        warnings.push(format!(
+            "{bad_crc} record(s) with a wrong CRC and {undecodable} that are not events skipped"
+        ));
+    }
+    if resumed > 0 {
+        notes.push(format!(
+            "a resumed run: {resumed} step(s) logged before the resume point replaced by the later file"
+        ));
+    }
+    Ok((
+        ShapedFrame {
+            frame: rows_to_frame(&rows)?,
+            notes,
+        },
+        warnings,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One TFRecord record around `data`.
+    fn record(data: &[u8]) -> Vec<u8> {
+        let len = (data.len() as u64).to_le_bytes();
+        let mut out = len.to_vec();
+        out.extend_from_slice(&masked_crc(&len).to_le_bytes());
+        out.extend_from_slice(data);
+        out.extend_from_slice(&masked_crc(data).to_le_bytes());
+        out
+    }
+
+    fn scalar_event(step: i64, wall_time: f64, tag: &str, value: f32) -> Vec<u8> {
+        Event {
+            wall_time,
+            step,
+            summary: Some(Summary {
+                value: vec![SummaryValue {
+                    tag: tag.into(),
+                    simple_value: Some(value),
+                    tensor: None,
+                    metadata: None,
+                }],
+            }),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn masked_crc_is_crc32c_rotated_and_offset() {
+        // CRC-32C's check value ("123456789" -> 0xE3069283), masked as TFRecord does.
+        // ((0xE3069283 >> 15) | (0xE3069283 << 17)) + 0xa282ead8, worked out by hand.
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(masked_crc(b"123456789"), 0xC78A_B0E5);
+    }
+
+    #[test]
+    fn framing_checks_crcs_and_keeps_what_precedes_a_torn_record() {
+        let mut bytes = record(b"first");
+        bytes.extend(record(b"second"));
+        let mut bad = record(b"third");
+        let n = bad.len();
+        bad[n - 1] ^= 1; // data CRC
+        bytes.extend(bad);
+        let good_len = bytes.len();
+        bytes.extend(&record(b"fourth")[..10]);
+        let got = records(&bytes).unwrap();
+        assert_eq!(got.data.len(), 2);
+        assert_eq!(&bytes[got.data[1].clone()], b"second");
+        assert_eq!(got.bad_crc, 1);
+        assert_eq!(got.torn_at, Some(good_len));
+        // A length whose CRC fails: an error at its offset.
+        let mut broken = record(b"first");
+        let second = broken.len();
+        let mut next = record(b"second");
+        next[8] ^= 0xff;
+        broken.extend(next);
+        let err = records(&broken).unwrap_err();
+        assert!(err.starts_with(&format!("byte {second}: ")), "{err}");
+        // A huge length is a torn record, not an allocation.
+        let mut huge = u64::MAX.to_le_bytes().to_vec();
+        huge.extend_from_slice(&masked_crc(&u64::MAX.to_le_bytes()).to_le_bytes());
+        assert_eq!(records(&huge).unwrap().torn_at, Some(0));
+    }
+
+    #[test]
+    fn tensors_of_every_scalar_type() {
+        let t = |dtype: i32, f: &dyn Fn(&mut TensorProto)| {
+            let mut t = TensorProto {
+                dtype,
+                ..Default::default()
+            };
+            f(&mut t);
+            tensor_scalar(&t)
+        };
+        assert_eq!(t(DT_FLOAT, &|t| t.float_val = vec![1.5]), Some(1.5));
+        assert_eq!(
+            t(DT_FLOAT, &|t| t.tensor_content =
+                2.5f32.to_le_bytes().to_vec()),
+            Some(2.5)
+        );
+        assert_eq!(t(DT_DOUBLE, &|t| t.double_val = vec![0.1]), Some(0.1));
+        assert_eq!(t(DT_INT32, &|t| t.int_val = vec![-7]), Some(-7.0));
+        assert_eq!(
+            t(DT_INT64, &|t| t.int64_val = vec![1 << 40]),
+            Some((1u64 << 40) as f64)
+        );
+        assert_eq!(t(DT_HALF, &|t| t.half_val = vec![0x3e00]), Some(1.5));
+        assert_eq!(t(DT_BFLOAT16, &|t| t.half_val = vec![0x3fc0]), Some(1.5));
+        assert_eq!(
+            t(DT_BFLOAT16, &|t| t.tensor_content =
+                0x3fc0u16.to_le_bytes().to_vec()),
+            Some(1.5)
+        );
+        // Not rank 0, or not a number: not a scalar.
+        assert_eq!(
+            t(DT_FLOAT, &|t| {
+                t.float_val = vec![1.0, 2.0];
+                t.tensor_shape = Some(TensorShape {
+                    dim: vec![Dim { size: 2 }],
+                });
+            }),
+            None
+        );
+        assert_eq!(t(7, &|_| {}), None); // DT_STRING
+        assert_eq!(f16_to_f64(0x0001), 2f64.powi(-24));
+        assert!(f16_to_f64(0x7c01).is_nan());
+    }
+
+    #[test]
+    fn steps_tags_and_a_resumed_run() {
+        let mut first = Vec::new();
+        for step in 1..=4 {
+            first.extend(record(&scalar_event(
+                step,
+                100.0 + step as f64,
+                "train/loss",
+                2.0,
+            )));
+            first.extend(record(&scalar_event(step, 100.5 + step as f64, "lr", 0.1)));
+        }
+        // Resumed from step 3: steps 3 and 4 of the first file are replaced.
+        let mut second = Vec::new();
+        for step in 3..=5 {
+            second.extend(record(&scalar_event(
+                step,
+                200.0 + step as f64,
+                "train/loss",
+                1.0,
+            )));
+        }
+        let (read, warnings) = read(&[("a".into(), first), ("b".into(), second)]).unwrap();
+        assert!(warnings.is_empty());
+        let df = read.frame;
+        let steps: Vec<i64> = df
+            .column("step")
+            .unwrap()
+            .i64()
+            .unwrap()
+            .into_no_null_iter()
+            .collect();
+        assert_eq!(steps, [1, 2, 3, 4, 5]);
+        let loss: Vec<Option<f64>> = df
+            .column("train/loss")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(
+            loss,
+            [Some(2.0), Some(2.0), Some(1.0), Some(1.0), Some(1.0)]
+        );
+        let lr = df.column("lr").unwrap().f64().unwrap();
+        assert_eq!(lr.get(2), None);
+        let wall = df.column("wall_time").unwrap().f64().unwrap();
+        assert_eq!(wall.get(0), Some(101.5));
+        assert!(
+            read.notes
+                .iter()
+                .any(|n| n.contains("2 step(s) logged before the resume point")),
+            "{:?}",
+            read.notes
+        );
+    }
+}
