@@ -25,10 +25,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use polars::prelude::{Column, DataFrame};
 use prost::Message;
-use serde_json::{Map, Value};
 
-use super::{rows_to_frame, ShapedFrame};
+use super::ShapedFrame;
 
 #[derive(Clone, PartialEq, Message)]
 struct Event {
@@ -231,7 +231,8 @@ fn f16_to_f64(bits: u16) -> f64 {
 #[derive(Default)]
 struct StepRow {
     wall_time: f64,
-    values: BTreeMap<String, f64>,
+    /// (tag index, value); a tag written twice in a step keeps its last value.
+    values: Vec<(usize, f64)>,
 }
 
 /// Reads the event files of one run, each `(name, bytes)`, in the order given (file-name order): the rows,
@@ -241,6 +242,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
     // The plugin each tag's first value named ("" when none).
     let mut plugins: HashMap<String, String> = HashMap::new();
     let mut tag_order: Vec<String> = Vec::new();
+    let mut tag_index: HashMap<String, usize> = HashMap::new();
     let (mut bad_crc, mut undecodable, mut resumed) = (0, 0, 0);
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
@@ -297,42 +299,54 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             let row = steps.entry(event.step).or_default();
             row.wall_time = row.wall_time.max(event.wall_time);
             for (tag, v) in scalars {
-                if !tag_order.contains(&tag) {
+                let next = tag_order.len();
+                let i = *tag_index.entry(tag).or_insert_with_key(|tag| {
                     tag_order.push(tag.clone());
+                    next
+                });
+                match row.values.iter_mut().find(|(t, _)| *t == i) {
+                    Some(slot) => slot.1 = v,
+                    None => row.values.push((i, v)),
                 }
-                row.values.insert(tag, v);
             }
         }
     }
     if steps.is_empty() {
         return Err("no scalar values (only histograms, images, text or graphs?)".into());
     }
-    let rows: Vec<Map<String, Value>> = steps
-        .into_iter()
-        .map(|(step, row)| {
-            let mut out = Map::new();
-            out.insert("step".into(), Value::from(step));
-            out.insert(
-                "wall_time".into(),
-                serde_json::Number::from_f64(row.wall_time).map_or(Value::Null, Value::Number),
-            );
-            for tag in &tag_order {
-                let v = row.values.get(tag).copied();
-                out.insert(
-                    tag.clone(),
-                    v.and_then(serde_json::Number::from_f64)
-                        .map_or(Value::Null, Value::Number),
-                );
-            }
-            out
-        })
-        .collect();
+    // Columns built straight from the steps: step, wall_time, then one per tag in first-seen order.
+    let height = steps.len();
+    let mut step_column = Vec::with_capacity(height);
+    let mut wall_times = Vec::with_capacity(height);
+    let mut tag_columns: Vec<Vec<Option<f64>>> = vec![vec![None; height]; tag_order.len()];
+    for (row, (step, values)) in steps.into_iter().enumerate() {
+        step_column.push(step);
+        wall_times.push(values.wall_time);
+        for (tag, v) in values.values {
+            tag_columns[tag][row] = Some(v);
+        }
+    }
+    let mut columns = vec![
+        Column::new("step".into(), step_column),
+        Column::new("wall_time".into(), wall_times),
+    ];
+    for (tag, values) in tag_order.iter().zip(tag_columns) {
+        // A tag named like the row's own columns keeps its values under another name.
+        let name = if tag == "step" || tag == "wall_time" {
+            notes.push(format!("the tag '{tag}' is written as '{tag}_tag'"));
+            format!("{tag}_tag")
+        } else {
+            tag.clone()
+        };
+        columns.push(Column::new(name.into(), values));
+    }
+    let frame = DataFrame::new(height, columns).map_err(|e| e.to_string())?;
     notes.insert(
         0,
         format!(
             "{} event file(s), {} step(s), {} scalar tag(s)",
             files.len(),
-            rows.len(),
+            height,
             tag_order.len()
         ),
     );
@@ -346,13 +360,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             "a resumed run: {resumed} step(s) logged before the resume point replaced by the later file"
         ));
     }
-    Ok((
-        ShapedFrame {
-            frame: rows_to_frame(&rows)?,
-            notes,
-        },
-        warnings,
-    ))
+    Ok((ShapedFrame { frame, notes }, warnings))
 }
 
 #[cfg(test)]
