@@ -367,7 +367,7 @@ pub fn flops_per_token(
         moe_mlp.is_some()
             && i >= first_dense
             && !mlp_only.contains(&i)
-            && (i + 1) % sparse_step == 0
+            && (i + 1).is_multiple_of(sparse_step)
     };
 
     // Sliding windows.
@@ -400,7 +400,7 @@ pub fn flops_per_token(
             Some(true) => max_window_layers.is_none_or(|m| i >= m),
             None => match model_type.as_str() {
                 // Gemma 2 alternates local and global layers, starting with a local one.
-                "gemma2" => i % 2 == 0,
+                "gemma2" => i.is_multiple_of(2),
                 // Mistral v0.1 applies its window on every layer.
                 "mistral" | "mixtral" => true,
                 _ => false,

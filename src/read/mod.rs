@@ -241,7 +241,10 @@ fn reserve_parsing(
     let len = bytes.len() as u64;
     let needed = if bytes.starts_with(PARQUET_MAGIC) {
         parquet::page_bytes(bytes).map_or(0, |pages| pages.saturating_mul(memory::PARQUET_FACTOR))
-    } else if matches!(shape, Shape::HfTrainerState | Shape::Megatron) {
+    } else if matches!(
+        shape,
+        Shape::HfTrainerState | Shape::Megatron | Shape::LlamaFactory | Shape::MsSwift
+    ) {
         len.saturating_mul(memory::DOCUMENT_FACTOR)
     } else {
         0

@@ -155,7 +155,7 @@ impl BlockReader {
         for i in memchr::memchr2_iter(b'"', b'\n', data) {
             if data[i] == b'"' {
                 quotes += 1;
-            } else if quotes % 2 == 0 {
+            } else if quotes.is_multiple_of(2) {
                 cut = Some(i + 1);
             }
         }

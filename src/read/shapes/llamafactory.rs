@@ -8,23 +8,13 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::{rows_to_frame, ShapedFrame};
+use super::{json_objects, rows_to_frame, ShapedFrame};
 
 pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
     let mut rows = Vec::new();
     let mut seen = HashSet::new();
     let (mut evals, mut repeats) = (0, 0);
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
-        let Some(row) = value.as_object() else {
-            return Err(format!("line {}: not a JSON object", i + 1));
-        };
+    for row in json_objects(bytes)? {
         let evaluates = |(k, v): (&String, &Value)| {
             (k.starts_with("eval_") || k.starts_with("predict_")) && !v.is_null()
         };

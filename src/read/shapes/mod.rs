@@ -212,6 +212,25 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     None
 }
 
+/// The JSON objects of a JSON Lines log, blank lines skipped; a line that is not a JSON object is an error
+/// naming it.
+pub fn json_objects(bytes: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut objects = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(Value::Object(object)) => objects.push(object),
+            Ok(_) => return Err(format!("line {}: not a JSON object", i + 1)),
+            Err(e) => return Err(format!("line {}: {e}", i + 1)),
+        }
+    }
+    Ok(objects)
+}
+
 /// Rows of JSON objects as a frame (through polars' JSON reader, so types are inferred the same way as
 /// for any JSONL input). Keys become columns in first-seen order.
 pub fn rows_to_frame(rows: &[Map<String, Value>]) -> Result<DataFrame, String> {

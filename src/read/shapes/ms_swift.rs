@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{rows_to_frame, ShapedFrame};
+use super::{json_objects, rows_to_frame, ShapedFrame};
 
 pub const STEP_KEY: &str = "global_step/max_steps";
 
@@ -50,21 +50,11 @@ fn step_and_total(value: &Value) -> Option<(i64, i64)> {
 }
 
 pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
     let mut rows = Vec::new();
     let mut seen = HashSet::new();
     let (mut evals, mut others, mut repeats) = (0, 0, 0);
     let mut rank_tokens = false;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
-        let Some(object) = value.as_object() else {
-            return Err(format!("line {}: not a JSON object", i + 1));
-        };
+    for object in json_objects(bytes)? {
         let Some((step, total)) = object.get(STEP_KEY).and_then(step_and_total) else {
             others += 1;
             continue;
