@@ -158,20 +158,18 @@ fn load_bytes(
     };
     let mut held = Held::none();
     let reserve = |bytes: u64, read: u64, held: &mut Held| -> Result<(), ReadError> {
-        let Some(budget) = budget else {
-            return Ok(());
-        };
-        match budget.reserve(bytes.saturating_mul(memory::TABLE_FACTOR)) {
-            Ok(more) => {
-                held.absorb(more);
-                Ok(())
-            }
-            Err(over) => Err(ReadError::TooLarge {
-                input: input.display.clone(),
-                what: too_large_what(read + bytes, known.is_none(), over),
-                limit: over.limit,
-            }),
-        }
+        let total = read + bytes;
+        reserve_for(
+            input,
+            budget,
+            held,
+            bytes.saturating_mul(memory::TABLE_FACTOR),
+            total.saturating_mul(memory::TABLE_FACTOR),
+            || match known {
+                None => format!("more than {} once decompressed", memory::format_size(total)),
+                Some(_) => format!("{} of input", memory::format_size(total)),
+            },
+        )
     };
     if let Some(len) = known {
         reserve(len, 0, &mut held)?;
@@ -204,26 +202,46 @@ fn load_bytes(
     Ok((bytes, held))
 }
 
-/// What a read that did not fit the budget needed, for its error.
-fn too_large_what(bytes: u64, still_reading: bool, over: memory::OverBudget) -> String {
-    use memory::format_size;
-    let size = if still_reading {
-        format!("more than {} once decompressed", format_size(bytes))
-    } else {
-        format!("{} of input", format_size(bytes))
+/// Reserves `more` bytes of memory for `input` from `budget` into `held`. When they do not fit, the error
+/// says what the input is (`what`), the `total` it would take, and what other inputs already hold.
+fn reserve_for(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+    held: &mut Held,
+    more: u64,
+    total: u64,
+    what: impl FnOnce() -> String,
+) -> Result<(), ReadError> {
+    let Some(budget) = budget else {
+        return Ok(());
     };
-    let others = if over.held > 0 {
-        format!(
-            ", with {} already held by other inputs read whole",
-            format_size(over.held)
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "{size} would take about {} of memory{others}",
-        format_size(bytes.saturating_mul(memory::TABLE_FACTOR))
-    )
+    match budget.reserve(more) {
+        Ok(reserved) => {
+            held.absorb(reserved);
+            Ok(())
+        }
+        Err(over) => {
+            // What this input reserved already is not another input's.
+            let others = over.held.saturating_sub(held.bytes());
+            let others = if others > 0 {
+                format!(
+                    ", with {} already held by other inputs read whole",
+                    memory::format_size(others)
+                )
+            } else {
+                String::new()
+            };
+            Err(ReadError::TooLarge {
+                input: input.display.clone(),
+                what: format!(
+                    "{} would take about {} of memory{others}",
+                    what(),
+                    memory::format_size(total)
+                ),
+                limit: over.limit,
+            })
+        }
+    }
 }
 
 /// Reserves what parsing `bytes` as `shape` takes beyond [`memory::TABLE_FACTOR`] times their size: a JSON
@@ -235,9 +253,9 @@ fn reserve_parsing(
     budget: Option<&Arc<MemoryBudget>>,
     held: &mut Held,
 ) -> Result<(), ReadError> {
-    let Some(budget) = budget else {
-        return Ok(());
-    };
+    if budget.is_none() {
+        return Ok(()); // nothing to reserve from: the footer need not be read either
+    }
     let len = bytes.len() as u64;
     let needed = if bytes.starts_with(PARQUET_MAGIC) {
         parquet::page_bytes(bytes).map_or(0, |pages| pages.saturating_mul(memory::PARQUET_FACTOR))
@@ -253,34 +271,14 @@ fn reserve_parsing(
     if extra == 0 {
         return Ok(());
     }
-    match budget.reserve(extra) {
-        Ok(more) => {
-            held.absorb(more);
-            Ok(())
-        }
-        Err(over) => Err(ReadError::TooLarge {
-            input: input.display.clone(),
-            what: format!(
-                "{} of {} would take about {} of memory{}",
-                memory::format_size(len),
-                if bytes.starts_with(PARQUET_MAGIC) {
-                    "Parquet".to_string()
-                } else {
-                    format!("{shape} JSON")
-                },
-                memory::format_size(needed),
-                if over.held > held.bytes() {
-                    format!(
-                        ", with {} already held by other inputs read whole",
-                        memory::format_size(over.held - held.bytes())
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            limit: over.limit,
-        }),
-    }
+    let kind = if bytes.starts_with(PARQUET_MAGIC) {
+        "Parquet".to_string()
+    } else {
+        format!("{shape} JSON")
+    };
+    reserve_for(input, budget, held, extra, needed, || {
+        format!("{} of {kind}", memory::format_size(len))
+    })
 }
 
 /// How to read inputs, shared by every input of a run.
