@@ -15,20 +15,9 @@ pub(crate) const INFER_ROWS: usize = 10_000;
 /// Parses with types inferred from the first rows; when a later row disagrees (an integer column that
 /// turns fractional), again with types inferred from every row.
 fn parse(bytes: &[u8], separator: u8) -> PolarsResult<DataFrame> {
-    let read = |rows: Option<usize>| {
-        super::guard::catch_panic(|| {
-            CsvReadOptions::default()
-                .with_has_header(true)
-                .with_infer_schema_length(rows)
-                .with_parse_options(CsvParseOptions::default().with_separator(separator))
-                .into_reader_with_file_handle(Cursor::new(bytes))
-                .finish()
-        })
-        .unwrap_or_else(|message| Err(PolarsError::ComputeError(message.into())))
-    };
-    match read(Some(INFER_ROWS)) {
+    match polars_csv(bytes, separator, Some(INFER_ROWS), None) {
         Ok(df) => Ok(df),
-        Err(_) => read(None),
+        Err(_) => polars_csv(bytes, separator, None, None),
     }
 }
 
@@ -44,11 +33,22 @@ pub fn parse_with_floats(
         .iter()
         .map(|name| Field::new(name.clone(), DataType::Float64))
         .collect();
+    polars_csv(bytes, separator, Some(INFER_ROWS), Some(Arc::new(schema)))
+}
+
+/// polars' CSV reader with a header, types inferred from `infer_rows` rows (all when `None`) except the
+/// columns `overwrite` types; behind the panic guard.
+fn polars_csv(
+    bytes: &[u8],
+    separator: u8,
+    infer_rows: Option<usize>,
+    overwrite: Option<SchemaRef>,
+) -> PolarsResult<DataFrame> {
     super::guard::catch_panic(|| {
         CsvReadOptions::default()
             .with_has_header(true)
-            .with_infer_schema_length(Some(INFER_ROWS))
-            .with_schema_overwrite(Some(Arc::new(schema)))
+            .with_infer_schema_length(infer_rows)
+            .with_schema_overwrite(overwrite)
             .with_parse_options(CsvParseOptions::default().with_separator(separator))
             .into_reader_with_file_handle(Cursor::new(bytes))
             .finish()
