@@ -133,6 +133,24 @@ pub struct ComputeStats {
     pub unresolved: Vec<(Unresolved, usize)>,
 }
 
+impl ComputeStats {
+    /// Adds another frame's counts to these (the same reasons merged).
+    pub fn add(&mut self, other: &ComputeStats) {
+        self.rows += other.rows;
+        self.null_mfu_rows += other.null_mfu_rows;
+        self.bad_step_time_rows += other.bad_step_time_rows;
+        self.bad_count_rows += other.bad_count_rows;
+        self.overflow_rows += other.overflow_rows;
+        self.mfu_above_one_rows += other.mfu_above_one_rows;
+        for (why, rows) in &other.unresolved {
+            match self.unresolved.iter_mut().find(|(w, _)| w == why) {
+                Some(slot) => slot.1 += rows,
+                None => self.unresolved.push((why.clone(), *rows)),
+            }
+        }
+    }
+}
+
 /// The six added columns for one frame.
 #[derive(Debug)]
 pub struct Computed {

@@ -8,6 +8,9 @@
 //! distinct device and precision) → compute (throughput, MFU) → write (Parquet, CSV, JSONL; atomically)
 //! ```
 //!
+//! [`pipeline`] runs those stages over files for every front end (the `mfu` binary is one): options in,
+//! outputs written, progress and warnings reported as data.
+//!
 //! [`peaks`] holds the dtype-aware table of dense peaks and the device-name matcher that never hands out a
 //! wrong denominator; [`enrich::enrich_frame`] is the pipeline on one polars frame.
 
@@ -17,6 +20,7 @@ pub mod compute;
 pub mod enrich;
 pub mod flops;
 pub mod peaks;
+pub mod pipeline;
 pub mod plot;
 pub mod read;
 pub mod summary;

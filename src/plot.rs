@@ -1,9 +1,14 @@
 //! Line charts of a metric against step, one line per run, as SVG or PNG (plotters).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use plotters::prelude::*;
+use polars::prelude::{DataFrame, DataType, PolarsError};
+
+use crate::columns::FieldValues;
+use crate::compute::{rolling_mean, RESOLVED_DEVICE};
 
 /// One run's line.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +63,88 @@ pub enum PlotError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Polars(#[from] PolarsError),
+}
+
+/// Gathers the lines of a chart from enriched frames: one line per run key, in order of first
+/// appearance, labelled with the devices the run's rows resolved to.
+#[derive(Debug, Default)]
+pub struct Lines {
+    order: Vec<String>,
+    lines: HashMap<String, Line>,
+}
+
+/// One run's (step, value) points and the devices it ran on.
+type Line = (Vec<(f64, f64)>, Vec<String>);
+
+impl Lines {
+    /// Adds one enriched frame's rows of `metric` (a column of mfu's): keyed by `key_column`'s values,
+    /// or all under `fallback_key` when there is none; with `window`, the rolling mean over each run.
+    /// Rows without a finite value are left out; x is the step, else the row number.
+    pub fn add(
+        &mut self,
+        frame: &DataFrame,
+        values: &FieldValues,
+        key_column: Option<&str>,
+        fallback_key: &str,
+        metric: &str,
+        window: Option<usize>,
+    ) -> Result<(), PlotError> {
+        let keys: Vec<String> = match key_column {
+            Some(c) => frame
+                .column(c)?
+                .cast(&DataType::String)?
+                .str()?
+                .iter()
+                .map(|v| v.unwrap_or("(none)").to_string())
+                .collect(),
+            None => vec![fallback_key.to_string(); frame.height()],
+        };
+        let metric: Vec<Option<f64>> = frame
+            .column(metric)?
+            .cast(&DataType::Float64)?
+            .f64()?
+            .iter()
+            .collect();
+        let metric = match window {
+            Some(n) => rolling_mean(&metric, &values.runs, n),
+            None => metric,
+        };
+        let devices = frame.column(RESOLVED_DEVICE)?.str()?;
+        for (row, device) in devices.iter().enumerate() {
+            let key = &keys[row];
+            let (points, devs) = self.lines.entry(key.clone()).or_insert_with(|| {
+                self.order.push(key.clone());
+                (Vec::new(), Vec::new())
+            });
+            let device = device.unwrap_or("unknown device");
+            if !devs.iter().any(|d| d == device) {
+                devs.push(device.to_string());
+            }
+            let x = values.steps[row].unwrap_or(row as f64 + 1.0);
+            if let Some(y) = metric[row].filter(|y| y.is_finite()) {
+                points.push((x, y));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lines, each sorted by step, labelled "key (device, ...)".
+    pub fn into_series(mut self) -> Vec<Series> {
+        self.order
+            .iter()
+            .map(|key| {
+                let (mut points, devices) =
+                    self.lines.remove(key).expect("ordered keys have lines");
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    label: format!("{key} ({})", devices.join(", ")),
+                    points,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Font files tried, in order, after `$MFU_FONT`.

@@ -7,7 +7,6 @@ mod lookup;
 mod peaks;
 mod plot;
 mod source;
-mod stream;
 mod summary;
 
 use std::path::PathBuf;

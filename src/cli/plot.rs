@@ -1,16 +1,15 @@
 //! `mfu plot`: a metric against step, one line per run.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use mfu::compute::{rolling_mean, MFU_FWD_BWD, MFU_WALL_CLOCK, RESOLVED_DEVICE, TOKENS_PER_SECOND};
-use mfu::plot::{draw, Chart, ImageFormat, Series};
+use mfu::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, TOKENS_PER_SECOND};
+use mfu::plot::{draw, Chart, ImageFormat, Lines};
 
-use super::source::SourceArgs;
+use super::source::{SourceArgs, Terminal};
 
 /// Plot MFU or throughput against step, one line per run, as SVG or PNG.
 ///
@@ -89,9 +88,6 @@ impl Metric {
     }
 }
 
-/// One run's points and the devices it ran on.
-type Line = (Vec<(f64, f64)>, Vec<String>);
-
 pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     let format = ImageFormat::from_path(&args.output).with_context(|| {
         format!(
@@ -105,23 +101,24 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             args.output.display()
         );
     }
-    let pipeline = args.source.pipeline(None)?;
-    let results = pipeline.for_each_input(|_, input| pipeline.load(input, true))?;
+    let plan = args.source.plan(None)?;
+    let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
+    let results = plan.load_all(true, &terminal);
+    terminal.finish();
     let mut failed = false;
-    // Lines in order of first appearance: label → points.
-    let mut order: Vec<String> = Vec::new();
-    let mut lines: HashMap<String, Line> = HashMap::new();
-    for (input, result) in pipeline.inputs.iter().zip(results) {
+    let mut lines = Lines::default();
+    for (input, result) in plan.inputs.iter().zip(results?) {
         let loaded = match result {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("mfu: error: {e:#}");
+                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
                 failed = true;
                 continue;
             }
         };
-        let frame = &loaded.enriched.frame;
-        let values = &loaded.enriched.values;
+        for w in &loaded.warnings {
+            eprintln!("mfu: warning: {w}");
+        }
         let key_column = match (
             loaded.column_for(args.by.as_deref().unwrap_or("run_id")),
             &args.by,
@@ -130,61 +127,16 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             (None, Some(key)) => bail!("--by {key}: {} has no such column or field", input.display),
             (None, None) => None,
         };
-        let keys: Vec<String> = match &key_column {
-            Some(c) => frame
-                .column(c)?
-                .cast(&polars::prelude::DataType::String)?
-                .str()?
-                .iter()
-                .map(|v| v.unwrap_or("(none)").to_string())
-                .collect(),
-            None => vec![input.display.clone(); frame.height()],
-        };
-        let metric: Vec<Option<f64>> = frame
-            .column(args.metric.column())?
-            .cast(&polars::prelude::DataType::Float64)?
-            .f64()?
-            .iter()
-            .collect();
-        let metric = match args.window {
-            Some(n) => rolling_mean(&metric, &values.runs, n as usize),
-            None => metric,
-        };
-        let devices: Vec<Option<String>> = frame
-            .column(RESOLVED_DEVICE)?
-            .str()?
-            .iter()
-            .map(|d| d.map(str::to_string))
-            .collect();
-        for row in 0..frame.height() {
-            let key = &keys[row];
-            let (points, devs) = lines.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                (Vec::new(), Vec::new())
-            });
-            let device = devices[row]
-                .clone()
-                .unwrap_or_else(|| "unknown device".into());
-            if !devs.contains(&device) {
-                devs.push(device);
-            }
-            let x = values.steps[row].unwrap_or(row as f64 + 1.0);
-            if let Some(y) = metric[row].filter(|y| y.is_finite()) {
-                points.push((x, y));
-            }
-        }
+        lines.add(
+            &loaded.enriched.frame,
+            &loaded.enriched.values,
+            key_column.as_deref(),
+            &input.display,
+            args.metric.column(),
+            args.window.map(|n| n as usize),
+        )?;
     }
-    let series: Vec<Series> = order
-        .iter()
-        .map(|key| {
-            let (mut points, devices) = lines.remove(key).expect("ordered keys have lines");
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label: format!("{key} ({})", devices.join(", ")),
-                points,
-            }
-        })
-        .collect();
+    let series = lines.into_series();
     let (name, y_label, y_scale) = args.metric.describe();
     let title = args.title.clone().unwrap_or_else(|| match args.window {
         Some(n) => format!("{name} by step, mean over {n} steps"),

@@ -11,7 +11,7 @@ use mfu::columns::{Field, FieldSource};
 use mfu::summary::{summarize, to_frame, GroupBy, RunSummary, SummaryInput};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
-use super::source::SourceArgs;
+use super::source::{SourceArgs, Terminal};
 use super::{aligned_table, tflops_text};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
@@ -64,11 +64,13 @@ pub enum SummaryFormat {
 }
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
-    let pipeline = args.source.pipeline(None)?;
-    let results = pipeline.for_each_input(|_, input| pipeline.load(input, true))?;
+    let plan = args.source.plan(None)?;
+    let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
+    let results = plan.load_all(true, &terminal);
+    terminal.finish();
     let mut loaded = Vec::new();
     let mut failed = false;
-    for (input, r) in pipeline.inputs.iter().zip(results) {
+    for (input, r) in plan.inputs.iter().zip(results?) {
         match r {
             Ok(l) => {
                 for w in &l.warnings {
@@ -77,7 +79,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
                 loaded.push((input.display.clone(), l));
             }
             Err(e) => {
-                eprintln!("mfu: error: {e:#}");
+                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
                 failed = true;
             }
         }

@@ -3,7 +3,7 @@
 //! the whole.
 //!
 //! Small inputs are read whole, several at a time in parallel, as the whole-input way reads them. A large
-//! JSON Lines or CSV file is cut into blocks of lines ([`mfu::read::stream`]), each parsed and enriched on
+//! JSON Lines or CSV file is cut into blocks of lines ([`crate::read::stream`]), each parsed and enriched on
 //! its own: that gives the same rows only when every field is computed from its own row, and when later
 //! blocks have the columns and types of the first. So streaming stops, and the run starts again the
 //! whole-input way, at the first sign that it would not: a large input with cumulative counters or
@@ -16,42 +16,43 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use indicatif::ProgressBar;
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 
-use mfu::columns::{ColumnMapping, Field, FieldSource};
-use mfu::enrich::{enrich_frame, tag_source};
-use mfu::read::compression::{size_up_to, Size};
-use mfu::read::memory::{format_size, TABLE_FACTOR};
-use mfu::read::stream::{block_bytes, parse_block, BlockReader};
-use mfu::read::{shapes, Input, InputFormat, Shape};
-use mfu::write::parquet::ROW_GROUP_ROWS;
-use mfu::write::sink::{Sink, SinkError};
-use mfu::write::Metadata;
+use crate::columns::{ColumnMapping, Field, FieldSource};
+use crate::compute::ComputeStats;
+use crate::enrich::{enrich_frame, tag_source};
+use crate::read::compression::{size_up_to, Size};
+use crate::read::memory::{format_size, TABLE_FACTOR};
+use crate::read::stream::{block_bytes, parse_block, BlockReader};
+use crate::read::{shapes, Input, InputFormat, Shape};
+use crate::write::parquet::ROW_GROUP_ROWS;
+use crate::write::sink::{Sink, SinkError};
+use crate::write::Metadata;
 
-use super::enrich::{Destination, EnrichArgs, InputReport, Outcome};
-use super::source::{add_stats, Pipeline, Seen};
+use super::destination::Destination;
+use super::enrich::{InputReport, Outcome, RunOptions};
+use super::{timings_wanted, Event, Loaded, Observer, PipelineError, Plan, Seen};
 
-/// One small input, read and enriched whole, with its --verbose lines.
-type LoadResult = anyhow::Result<(super::source::Loaded, Vec<String>)>;
+/// One small input, read and enriched whole, with its verbose lines.
+type LoadResult = Result<(Loaded, Vec<String>), PipelineError>;
 
 /// Small inputs read in parallel before their rows are written: enough to keep every thread busy.
 const WINDOW_INPUTS: usize = 64;
 
-/// Why streaming stopped (the first reason given), for --verbose.
+/// Why streaming stopped (the first reason given), for verbose.
 pub(super) type StopReason = OnceLock<String>;
 
 /// Enriches every input into the one output, or says (`None`, with the reason in `why`) that the
 /// whole-input way must do it.
 pub(super) fn enrich_streaming(
-    pipeline: &Pipeline,
-    args: &EnrichArgs,
+    pipeline: &Plan,
+    args: &RunOptions,
     destination: &Destination,
     metadata: &Metadata,
-    progress: &ProgressBar,
+    observer: &dyn Observer,
     why: &StopReason,
-) -> anyhow::Result<Option<Outcome>> {
+) -> Result<Option<Outcome>, PipelineError> {
     let Destination::One {
         path: Some(path),
         format,
@@ -71,7 +72,7 @@ pub(super) fn enrich_streaming(
     if !plain
         || inputs
             .iter()
-            .any(|i| i.path.is_none() || !i.companions.is_empty() || mfu::read::is_event_input(i))
+            .any(|i| i.path.is_none() || !i.companions.is_empty() || crate::read::is_event_input(i))
     {
         let _ = why.set(
             "--shape, --line-regex, standard input, TensorBoard event files and tag exports are read whole"
@@ -81,7 +82,7 @@ pub(super) fn enrich_streaming(
     }
     let started = Instant::now();
     let stacked = inputs.len() > 1;
-    let mut sink = Sink::create(path, *format, metadata, args.force)?;
+    let mut sink = Sink::create(path, *format, metadata, args.output.force)?;
     let pool = pipeline.pool()?;
     let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
     let mut verbose: Vec<String> = Vec::new();
@@ -93,21 +94,30 @@ pub(super) fn enrich_streaming(
     // A window of small inputs holds at most this many bytes of them (plus one input), so memory stays
     // bounded by blocks, not by how many small files there are.
     let window_bytes = block * pool.current_num_threads().max(2) as u64;
-    let done = pool.install(|| -> anyhow::Result<bool> {
+    let done = pool.install(|| -> Result<bool, PipelineError> {
         // Small inputs loaded (read and enriched, in parallel) but not yet written.
         let mut loaded: Vec<(&Input, LoadResult)> = Vec::new();
         let mut next = 0;
         loop {
             // A large input streams on its own once the small ones before it are written.
             if loaded.is_empty() && next < inputs.len() && large[next] {
-                let Some((report, lines)) =
-                    stream_input(pipeline, args, &inputs[next], &mut sink, stacked, why)?
+                let Some((report, lines)) = stream_input(
+                    pipeline,
+                    args,
+                    &inputs[next],
+                    &mut sink,
+                    stacked,
+                    why,
+                    observer,
+                )?
                 else {
                     return Ok(false);
                 };
+                observer.on(Event::InputDone {
+                    rows: report.stats.rows,
+                });
                 reports.push(report);
                 verbose.extend(lines);
-                progress.inc(1);
                 next += 1;
                 continue;
             }
@@ -131,10 +141,10 @@ pub(super) fn enrich_streaming(
                 || -> Vec<(&Input, LoadResult)> {
                     window
                         .par_iter()
-                        .map(|input| (input, pipeline.load_quietly(input, false)))
+                        .map(|input| (input, pipeline.load_quietly(input, false, observer)))
                         .collect()
                 },
-                || -> anyhow::Result<bool> {
+                || -> Result<bool, PipelineError> {
                     for (input, result) in writing {
                         let Ok((loaded, lines)) = result else {
                             let _ = why.set(format!(
@@ -151,7 +161,8 @@ pub(super) fn enrich_streaming(
                             return Ok(false);
                         }
                         let frame = if stacked {
-                            tag_source(loaded.enriched.frame, &input.display)?
+                            tag_source(loaded.enriched.frame, &input.display)
+                                .map_err(PipelineError::Combine)?
                         } else {
                             loaded.enriched.frame
                         };
@@ -164,13 +175,15 @@ pub(super) fn enrich_streaming(
                         }
                         // Its rows are written: the memory they held is free again.
                         drop(loaded.held);
+                        observer.on(Event::InputDone {
+                            rows: loaded.enriched.stats.rows,
+                        });
                         reports.push(InputReport {
                             stats: loaded.enriched.stats,
                             warnings: loaded.warnings,
                             rejects: loaded.rejects,
                         });
                         verbose.extend(lines);
-                        progress.inc(1);
                     }
                     Ok(true)
                 },
@@ -189,15 +202,15 @@ pub(super) fn enrich_streaming(
         let _ = why.set("the inputs' columns do not fit one table".into());
         return Ok(None);
     }
-    if std::env::var_os("MFU_TIMINGS").is_some() {
-        eprintln!(
-            "mfu: timings: streamed {} input(s) {:.3}s",
+    if timings_wanted() {
+        observer.on(Event::Timing(&format!(
+            "streamed {} input(s) {:.3}s",
             inputs.len(),
             started.elapsed().as_secs_f64()
-        );
+        )));
     }
     for line in verbose {
-        eprintln!("{line}");
+        observer.on(Event::Verbose(&line));
     }
     Ok(Some(Outcome {
         results: reports.into_iter().map(Ok).collect(),
@@ -207,7 +220,7 @@ pub(super) fn enrich_streaming(
 
 /// Whether a push or finish went through (`false`: the rows do not fit, stream no further); a failure to
 /// write is an error.
-fn pushed(result: Result<(), SinkError>) -> anyhow::Result<bool> {
+fn pushed(result: Result<(), SinkError>) -> Result<bool, PipelineError> {
     match result {
         Ok(()) => Ok(true),
         Err(SinkError::Mismatch(_)) => Ok(false),
@@ -231,7 +244,7 @@ fn small_size(input: &Input, block: u64) -> Option<u64> {
 }
 
 /// Whether rows of a log mapped this way can be computed block by block.
-fn row_local(mapping: &ColumnMapping, pipeline: &Pipeline) -> bool {
+fn row_local(mapping: &ColumnMapping, pipeline: &Plan) -> bool {
     pipeline.options.window.is_none()
         && Field::ALL.iter().all(|f| {
             !matches!(
@@ -250,8 +263,8 @@ type NextFrame<'a> = dyn FnMut(&mut [f64; 2]) -> Result<Option<DataFrame>, ()> +
 
 /// Where one input's enriched rows go, and how they are made.
 struct Target<'a> {
-    pipeline: &'a Pipeline,
-    args: &'a EnrichArgs,
+    pipeline: &'a Plan,
+    args: &'a RunOptions,
     input: &'a Input,
     sink: &'a mut Sink,
     stacked: bool,
@@ -260,7 +273,7 @@ struct Target<'a> {
 /// What streaming one input gathered, added up over its blocks.
 struct Gathered {
     seen: Option<Seen>,
-    stats: mfu::compute::ComputeStats,
+    stats: ComputeStats,
     columns: Option<HashSet<String>>,
     /// Seconds spent enriching (MFU_TIMINGS).
     enrich_s: f64,
@@ -282,12 +295,12 @@ impl Gathered {
     /// Enriches one block's (or slice's) rows, ready to write.
     fn enrich(
         &mut self,
-        pipeline: &Pipeline,
-        args: &EnrichArgs,
+        pipeline: &Plan,
+        args: &RunOptions,
         input: &Input,
         frame: DataFrame,
         stacked: bool,
-    ) -> anyhow::Result<Enriched> {
+    ) -> Result<Enriched, PipelineError> {
         if frame.height() == 0 {
             return Ok(Enriched::Empty);
         }
@@ -347,9 +360,9 @@ impl Gathered {
                 None => seen.non_numeric.push((column.clone(), *cells)),
             }
         }
-        add_stats(&mut self.stats, &enriched.stats);
+        self.stats.add(&enriched.stats);
         Ok(Enriched::Rows(if stacked {
-            tag_source(enriched.frame, &input.display)?
+            tag_source(enriched.frame, &input.display).map_err(PipelineError::Combine)?
         } else {
             enriched.frame
         }))
@@ -367,7 +380,7 @@ impl Gathered {
         read_times: &mut [f64; 2],
         mut next: Box<NextFrame<'_>>,
         why: &StopReason,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool, PipelineError> {
         let Target {
             pipeline,
             args,
@@ -384,7 +397,7 @@ impl Gathered {
                 (None, Some(&mut *self))
             };
             let (produced, written) = rayon::join(
-                || -> anyhow::Result<Option<Enriched>> {
+                || -> Result<Option<Enriched>, PipelineError> {
                     let Ok(frame) = next(read_times) else {
                         return Ok(Some(Enriched::Stop(format!(
                             "{}: a block could not be read; the whole-input way reports why",
@@ -399,7 +412,7 @@ impl Gathered {
                         (Some(f), None) => Ok(Some(Enriched::Rows(f))),
                     }
                 },
-                || -> anyhow::Result<bool> {
+                || -> Result<bool, PipelineError> {
                     let frame = match (pending.take(), late) {
                         (Some(Enriched::Rows(f)), Some(state)) => {
                             match state.enrich(pipeline, args, input, f, stacked)? {
@@ -446,7 +459,7 @@ impl Gathered {
     }
 }
 
-/// How a large input was read, for --verbose.
+/// How a large input was read, for verbose.
 enum How {
     /// Parquet decoded batch by batch.
     Batches,
@@ -457,7 +470,7 @@ enum How {
 }
 
 /// Whether the input starts like a plain table (not a Git LFS pointer, not a trainer's own layout).
-fn plain_table(pipeline: &Pipeline, path: &std::path::Path, head: &[u8]) -> bool {
+fn plain_table(pipeline: &Plan, path: &std::path::Path, head: &[u8]) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -468,13 +481,14 @@ fn plain_table(pipeline: &Pipeline, path: &std::path::Path, head: &[u8]) -> bool
 
 /// Streams one large input into `sink`: its report and --verbose lines, or `None` to stop streaming.
 fn stream_input(
-    pipeline: &Pipeline,
-    args: &EnrichArgs,
+    pipeline: &Plan,
+    args: &RunOptions,
     input: &Input,
     sink: &mut Sink,
     stacked: bool,
     why: &StopReason,
-) -> anyhow::Result<Option<(InputReport, Vec<String>)>> {
+    observer: &dyn Observer,
+) -> Result<Option<(InputReport, Vec<String>)>, PipelineError> {
     let path = input.path.as_deref().expect("streamed inputs are files");
     let started = Instant::now();
     let mut gathered = Gathered {
@@ -496,7 +510,7 @@ fn stream_input(
         .unwrap_or(false);
     let format = pipeline.read.format.or(input.format_from_name());
     let batches = if parquet {
-        mfu::read::parquet::ArrowBatches::open(path, ROW_GROUP_ROWS)
+        crate::read::parquet::ArrowBatches::open(path, ROW_GROUP_ROWS)
     } else {
         None
     };
@@ -515,7 +529,7 @@ fn stream_input(
     } else if parquet || format == Some(InputFormat::Parquet) {
         // Other Parquet is read whole by polars (it is compact, and columnar), then enriched and written a
         // row group at a time.
-        let read = match mfu::read::read_input(input, &pipeline.read) {
+        let read = match crate::read::read_input(input, &pipeline.read) {
             Ok(read) => read,
             Err(e) => {
                 let _ = why.set(format!("{e}"));
@@ -635,14 +649,14 @@ fn stream_input(
             format_size(block_bytes() as u64)
         ),
     };
-    if std::env::var_os("MFU_TIMINGS").is_some() {
+    if timings_wanted() {
         let [read, parse] = read_times;
         let (enrich, write) = (gathered.enrich_s, write_s);
-        eprintln!(
-            "mfu: timings: {}: streamed {:.3}s (read {read:.3}s, parse {parse:.3}s, enrich {enrich:.3}s, write {write:.3}s)",
+        observer.on(Event::Timing(&format!(
+            "{}: streamed {:.3}s (read {read:.3}s, parse {parse:.3}s, enrich {enrich:.3}s, write {write:.3}s)",
             input.display,
             started.elapsed().as_secs_f64()
-        );
+        )));
     }
     seen.torn = torn;
     seen.rejects = rejects;

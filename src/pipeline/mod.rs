@@ -1,0 +1,539 @@
+//! The read-enrich-write pipeline as every front end runs it: options in, rows out, progress and warnings
+//! as data.
+//!
+//! [`Options`] is a plain struct (the command line and the Python package each fill it their own way);
+//! [`Plan::new`] expands the inputs and resolves every option once, before any data is read; then
+//! [`Plan::load`] reads and enriches one input ([`Plan::for_each_input`] runs that on every input in
+//! parallel), and [`enrich::run`] takes a run through to the output files. What a run has to tell its user
+//! comes back as data: [`Event`]s while it works (progress, `verbose` lines), and warnings and errors in its
+//! result. Nothing here prints.
+//!
+//! The stages below (read → columns → peaks → compute → write) know nothing of this module.
+
+pub mod destination;
+pub mod enrich;
+mod stream;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::columns::{
+    ColumnMapping, ColumnOptions, Constants, Field, FieldSource, ModelFlops, TimeUnit,
+};
+use crate::enrich::{
+    enrich_frame, is_enriched, reuse_enriched, EnrichError, EnrichOptions, Enriched,
+};
+use crate::flops::{Attention, FlopsError, ModelConfig, Recompute};
+use crate::peaks::{Dtype, PeakTable, ResolveOptions, Resolver, TableError};
+use crate::read::memory::format_size;
+use crate::read::{
+    expand_inputs, group_event_files, group_tensorboard_tags, read_input, Held, Input, InputError,
+    InputFormat, MemoryBudget, ReadError, ReadOptions, Reject, RowKinds, Shape,
+};
+use crate::write::WriteError;
+
+/// Everything a run is asked to do, as plain values. `Options::default()` reads with every detection on
+/// and no constants: the fields a front end leaves alone keep mfu's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Files, folders (searched recursively), glob patterns, or `-` for standard input.
+    pub inputs: Vec<String>,
+    /// The table format whatever the names say (required for standard input).
+    pub input_format: Option<InputFormat>,
+    /// The trainer layout whatever the content suggests.
+    pub shape: Option<Shape>,
+    /// Which rows of a log with several kinds to keep.
+    pub rows: RowKinds,
+    /// A text log's rows: one per matching line, one column per named group.
+    pub line_regex: Option<regex::Regex>,
+    /// Fields whose columns are running totals whatever their names.
+    pub cumulative: Vec<Field>,
+    /// A W&B `wandb-metadata.json` that supplies the device name and count.
+    pub metadata: Option<PathBuf>,
+    /// The peak a log's own MFU column was computed against.
+    pub logged_peak_flops: Option<f64>,
+    /// Columns chosen for fields instead of detected.
+    pub map: Vec<(Field, String)>,
+    /// Constants for every row, where the log has no column (or with `override_columns`, always).
+    pub device: Option<String>,
+    pub dtype: Option<String>,
+    pub num_devices: Option<f64>,
+    pub flops_per_token: Option<f64>,
+    pub tokens_per_step: Option<f64>,
+    pub seq_len: Option<f64>,
+    /// What precision "no" (accelerate's mixed_precision) means.
+    pub model_dtype: Option<Dtype>,
+    /// A model config.json to count FLOPs per token from, with `seq_len`.
+    pub model_config: Option<PathBuf>,
+    pub attention: Attention,
+    pub recompute: Recompute,
+    /// Let the constants replace columns the log has.
+    pub override_columns: bool,
+    /// The unit of every duration column, whatever its name says.
+    pub time_unit: Option<TimeUnit>,
+    /// Drop malformed lines and ragged rows (each reported) instead of failing their input.
+    pub skip_bad_rows: bool,
+    /// What inputs read whole may take together, in bytes (default: half the machine's memory).
+    pub max_memory: Option<u64>,
+    /// Worker threads (default: one per core).
+    pub jobs: Option<usize>,
+    /// Report how each input was read and mapped ([`Event::Verbose`]).
+    pub verbose: bool,
+    /// Peak-table files added to (or replacing entries of) the built-in table, later files winning.
+    pub peaks: Vec<PathBuf>,
+    /// One peak for every device and precision.
+    pub peak_flops: Option<f64>,
+    /// Rolling means over this many rows of each run.
+    pub window: Option<usize>,
+}
+
+impl Options {
+    /// The peak table these options ask for: the built-in one with `peaks` files applied.
+    pub fn peak_table(&self) -> Result<PeakTable, PipelineError> {
+        PeakTable::with_user_files(&self.peaks).map_err(PipelineError::Peaks)
+    }
+
+    /// The resolver these options ask for.
+    pub fn resolver(&self) -> Result<Resolver, PipelineError> {
+        Ok(Resolver::new(
+            self.peak_table()?,
+            ResolveOptions {
+                forced_peak: self.peak_flops,
+                model_dtype: self.model_dtype,
+            },
+        ))
+    }
+}
+
+/// Why a run, or one of its inputs, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Inputs(#[from] InputError),
+    #[error("reading standard input needs --input-format jsonl|csv|tsv|parquet")]
+    StdinNeedsFormat,
+    #[error("{path}: {message}")]
+    Metadata { path: String, message: String },
+    #[error("loading --peaks: {0}")]
+    Peaks(TableError),
+    #[error(transparent)]
+    Flops(#[from] FlopsError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{input}: {error}")]
+    Enrich { input: String, error: EnrichError },
+    #[error("{input}: --strict: {why} for {rows} rows")]
+    Strict {
+        input: String,
+        why: String,
+        rows: usize,
+    },
+    /// An output that cannot be written where it was asked for (named, with what to do instead).
+    #[error("{0}")]
+    Output(String),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// Reading or writing a file failed (`what`: "reading FILE", "writing FILE").
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
+    #[error("creating {path}: {error}")]
+    CreateDir { path: String, error: std::io::Error },
+    #[error("starting worker threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+    #[error("combining inputs: {0}")]
+    Combine(polars::prelude::PolarsError),
+}
+
+/// What a run reports while it works; each front end shows it its own way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event<'a> {
+    /// The run starts over (streaming gave up and every input is read whole): progress is back at 0.
+    Restart,
+    /// One input is done: read, enriched, and written or queued for the output (its rows).
+    InputDone { rows: usize },
+    /// With [`Options::verbose`]: how an input was read and mapped, or why the run reads whole.
+    Verbose(&'a str),
+    /// With `MFU_TIMINGS` set: where the time went.
+    Timing(&'a str),
+}
+
+/// Receives a run's [`Event`]s, from any of its threads.
+pub trait Observer: Sync {
+    fn on(&self, event: Event<'_>);
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn on(&self, _: Event<'_>) {}
+}
+
+/// Whether `MFU_TIMINGS` asks for [`Event::Timing`].
+pub(crate) fn timings_wanted() -> bool {
+    std::env::var_os("MFU_TIMINGS").is_some()
+}
+
+/// Everything needed to read and enrich the inputs, decided once before any data is read.
+pub struct Plan {
+    pub inputs: Vec<Input>,
+    pub read: ReadOptions,
+    pub options: EnrichOptions,
+    jobs: Option<usize>,
+    verbose: bool,
+}
+
+/// What reading and enriching one input showed, for its warnings and verbose lines.
+pub struct Seen {
+    /// How it was read: whole (and how many bytes), or streamed in blocks.
+    pub how: String,
+    pub shape: Shape,
+    pub rows: usize,
+    pub notes: Vec<String>,
+    /// The reader's own warnings about the input.
+    pub read_warnings: Vec<String>,
+    pub mapping: ColumnMapping,
+    pub non_numeric: Vec<(String, usize)>,
+    pub renamed: Vec<(String, String)>,
+    pub torn: Option<Reject>,
+    pub rejects: Vec<Reject>,
+}
+
+/// One input, read and enriched.
+pub struct Loaded {
+    pub enriched: Enriched,
+    /// The memory its read reserved from the budget; given back when dropped.
+    pub held: Held,
+    /// Lines or rows that were not read: a torn last line, and those skipped under `skip_bad_rows`.
+    pub rejects: Vec<Reject>,
+    /// Things the user should know (non-numeric cells, renamed columns, missing timing).
+    pub warnings: Vec<String>,
+}
+
+impl Loaded {
+    /// The column a `by` key names in this input: a column of that name, else the column mapped to the
+    /// field of that name (`run_id` may be a column called `run`).
+    pub fn column_for(&self, key: &str) -> Option<String> {
+        let names = self.enriched.frame.get_column_names();
+        if names.iter().any(|n| n.as_str() == key) {
+            return Some(key.to_string());
+        }
+        let field: Field = key.parse().ok()?;
+        match self.enriched.mapping.source(field) {
+            FieldSource::Column { name, .. } => Some(name.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl Plan {
+    /// Expands the inputs and resolves every option.
+    pub fn new(options: &Options) -> Result<Plan, PipelineError> {
+        let mut inputs = expand_inputs(&options.inputs)?;
+        if options.shape.is_none() || options.shape == Some(Shape::TensorBoard) {
+            inputs = group_tensorboard_tags(inputs);
+        }
+        if options.shape.is_none() || options.shape == Some(Shape::TensorBoardEvents) {
+            inputs = group_event_files(inputs);
+        }
+        if inputs.iter().any(|i| i.path.is_none()) && options.input_format.is_none() {
+            return Err(PipelineError::StdinNeedsFormat);
+        }
+        let (meta_device, meta_devices) = match &options.metadata {
+            Some(path) => wandb_metadata(path)?,
+            None => (None, None),
+        };
+        let enrich = EnrichOptions {
+            columns: ColumnOptions {
+                map: options.map.clone(),
+                time_unit: options.time_unit,
+                constants: Constants {
+                    device: options.device.clone().or(meta_device),
+                    dtype: options.dtype.clone(),
+                    num_devices: options.num_devices.or(meta_devices),
+                    flops_per_token: options.flops_per_token,
+                    tokens_per_step: options.tokens_per_step,
+                    seq_len: options.seq_len,
+                },
+                allow_override: options.override_columns,
+                model: model_flops(options)?,
+                cumulative: options.cumulative.clone(),
+                timing_optional: false,
+                lenient: false,
+            },
+            resolver: Arc::new(options.resolver()?),
+            recompute: options.recompute,
+            logged_peak_flops: options.logged_peak_flops,
+            window: options.window,
+        };
+        Ok(Plan {
+            inputs,
+            read: ReadOptions {
+                format: options.input_format,
+                shape: options.shape,
+                rows: options.rows,
+                line_regex: options.line_regex.clone(),
+                skip_bad_rows: options.skip_bad_rows,
+                budget: Some(MemoryBudget::new(
+                    options
+                        .max_memory
+                        .unwrap_or_else(MemoryBudget::default_limit),
+                )),
+            },
+            options: enrich,
+            jobs: options.jobs,
+            verbose: options.verbose,
+        })
+    }
+
+    /// Reads and enriches one input, its verbose lines sent to `observer`. With `reuse`, a table that
+    /// already has mfu's columns is taken as it is (for summaries and plots of enriched files).
+    pub fn load(
+        &self,
+        input: &Input,
+        reuse: bool,
+        observer: &dyn Observer,
+    ) -> Result<Loaded, PipelineError> {
+        let (loaded, verbose) = self.load_quietly(input, reuse, observer)?;
+        for line in verbose {
+            observer.on(Event::Verbose(&line));
+        }
+        Ok(loaded)
+    }
+
+    /// [`Plan::load`], giving back its verbose lines instead of sending them (the streaming way sends
+    /// them in input order once the output is written).
+    pub(crate) fn load_quietly(
+        &self,
+        input: &Input,
+        reuse: bool,
+        observer: &dyn Observer,
+    ) -> Result<(Loaded, Vec<String>), PipelineError> {
+        let started = std::time::Instant::now();
+        let read = read_input(input, &self.read)?;
+        let read_s = started.elapsed().as_secs_f64();
+        let rows = read.frame.height();
+        let enriched = if reuse && is_enriched(&read.frame) {
+            reuse_enriched(read.frame, &self.options)
+        } else if read.shape.timing_optional() {
+            let mut shaped = self.options.clone();
+            shaped.columns.timing_optional = true;
+            enrich_frame(read.frame, &shaped)
+        } else {
+            enrich_frame(read.frame, &self.options)
+        }
+        .map_err(|error| PipelineError::Enrich {
+            input: input.display.clone(),
+            error,
+        })?;
+        if timings_wanted() {
+            observer.on(Event::Timing(&format!(
+                "{}: read {read_s:.3}s, enrich {:.3}s",
+                input.display,
+                started.elapsed().as_secs_f64() - read_s
+            )));
+        }
+        let seen = Seen {
+            how: format!("read whole ({})", format_size(read.bytes)),
+            shape: read.shape,
+            rows,
+            notes: read.notes,
+            read_warnings: read.warnings,
+            mapping: enriched.mapping.clone(),
+            non_numeric: enriched.non_numeric.clone(),
+            renamed: enriched.renamed.clone(),
+            torn: read.torn,
+            rejects: read.rejects,
+        };
+        let verbose = self.verbose_lines(input, &seen);
+        let warnings = self.warnings(input, &seen);
+        let rejects = seen.rejects.into_iter().chain(seen.torn).collect(); // in line order
+        Ok((
+            Loaded {
+                enriched,
+                held: read.held,
+                rejects,
+                warnings,
+            },
+            verbose,
+        ))
+    }
+
+    /// With `verbose`, what was read and how its columns were mapped.
+    fn verbose_lines(&self, input: &Input, seen: &Seen) -> Vec<String> {
+        if !self.verbose {
+            return Vec::new();
+        }
+        let mut lines = vec![format!(
+            "{}: {} log, {} rows, {}; {}",
+            input.display,
+            seen.shape,
+            seen.rows,
+            seen.how,
+            seen.mapping.describe()
+        )];
+        for note in &seen.notes {
+            lines.push(format!("{}: {note}", input.display));
+        }
+        lines
+    }
+
+    /// What the user should know about one input: non-numeric cells, renamed columns, missing timing,
+    /// lines that were not read.
+    fn warnings(&self, input: &Input, seen: &Seen) -> Vec<String> {
+        let mut warnings: Vec<String> = seen
+            .read_warnings
+            .iter()
+            .map(|w| format!("{}: {w}", input.display))
+            .collect();
+        for (column, cells) in &seen.non_numeric {
+            warnings.push(format!(
+                "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
+                input.display,
+                if *cells == 1 { " is" } else { "s are" }
+            ));
+        }
+        for (old, new) in &seen.renamed {
+            warnings.push(format!(
+                "{}: the input's own column '{old}' is kept as '{new}'",
+                input.display
+            ));
+        }
+        if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {
+            warnings.push(format!(
+                "{}: this {} log has no step timing: throughput and MFU are null",
+                input.display, seen.shape
+            ));
+        }
+        if self.options.logged_peak_flops.is_some()
+            && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
+        {
+            warnings.push(format!(
+                "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
+                input.display
+            ));
+        }
+        if let Some(torn) = &seen.torn {
+            warnings.push(format!(
+                "{}: line {} is cut short (a run killed mid-write?): skipped",
+                input.display, torn.line
+            ));
+        }
+        if !seen.rejects.is_empty() {
+            warnings.push(format!(
+                "{}: {} malformed line(s) skipped (--skip-bad-rows), the first at line {}: {}",
+                input.display,
+                seen.rejects.len(),
+                seen.rejects[0].line,
+                seen.rejects[0].reason
+            ));
+        }
+        warnings
+    }
+
+    /// The worker threads (at most `jobs`).
+    pub fn pool(&self) -> Result<rayon::ThreadPool, PipelineError> {
+        // polars' readers run their own parallel work from inside these threads; nested pools need more
+        // than rayon's default 2 MiB of stack.
+        Ok(rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs.unwrap_or(0))
+            .stack_size(32 << 20)
+            .build()?)
+    }
+
+    /// Runs `work` on every input in parallel (at most `jobs` threads), results in input order.
+    pub fn for_each_input<T, F>(
+        &self,
+        work: F,
+    ) -> Result<Vec<Result<T, PipelineError>>, PipelineError>
+    where
+        T: Send,
+        F: Fn(usize, &Input) -> Result<T, PipelineError> + Sync,
+    {
+        let pool = self.pool()?;
+        Ok(pool.install(|| {
+            self.inputs
+                .par_iter()
+                .enumerate()
+                .map(|(i, input)| work(i, input))
+                .collect()
+        }))
+    }
+
+    /// Every input read and enriched (in parallel), in input order: what `summary` and `plot` work on.
+    /// With `reuse`, tables mfu already enriched are taken as they are.
+    pub fn load_all(
+        &self,
+        reuse: bool,
+        observer: &dyn Observer,
+    ) -> Result<Vec<Result<Loaded, PipelineError>>, PipelineError> {
+        self.for_each_input(|_, input| {
+            let loaded = self.load(input, reuse, observer);
+            if let Ok(l) = &loaded {
+                observer.on(Event::InputDone {
+                    rows: l.enriched.frame.height(),
+                });
+            }
+            loaded
+        })
+    }
+}
+
+/// Device name and count from a W&B wandb-metadata.json.
+fn wandb_metadata(path: &Path) -> Result<(Option<String>, Option<f64>), PipelineError> {
+    let failed = |message: String| PipelineError::Metadata {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|error| PipelineError::Io {
+        what: format!("reading {}", path.display()),
+        error,
+    })?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| failed(format!("not JSON: {e}")))?;
+    let listed: Vec<String> = doc
+        .get("gpu_nvidia")
+        .and_then(|g| g.as_array())
+        .map(|gpus| {
+            gpus.iter()
+                .filter_map(|g| g.get("name").and_then(|n| n.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let device = match doc.get("gpu").and_then(|g| g.as_str()) {
+        Some(name) => Some(name.to_string()),
+        None if listed.is_empty() => None,
+        // Several GPUs: one name per rank, the list form the resolver averages over.
+        None if listed.iter().all(|n| *n == listed[0]) => Some(listed[0].clone()),
+        None => Some(listed.join(";")),
+    };
+    let count = doc
+        .get("gpu_count")
+        .and_then(|c| c.as_f64())
+        .filter(|c| *c > 0.0)
+        .or_else(|| (!listed.is_empty()).then_some(listed.len() as f64));
+    if device.is_none() {
+        return Err(failed("no 'gpu' or 'gpu_nvidia' entry".into()));
+    }
+    Ok((device, count))
+}
+
+/// Reads the model config and checks it can be counted, before any log is read.
+fn model_flops(options: &Options) -> Result<Option<ModelFlops>, PipelineError> {
+    let Some(path) = &options.model_config else {
+        return Ok(None);
+    };
+    let config = ModelConfig::from_file(path)?;
+    crate::flops::flops_per_token(
+        &config,
+        options.seq_len.map_or(1, |s| s as u64).max(1),
+        options.attention,
+        options.recompute,
+    )?;
+    Ok(Some(ModelFlops {
+        config,
+        attention: options.attention,
+    }))
+}
