@@ -7,7 +7,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 
 use mfu::pipeline::destination::OutputOptions;
-use mfu::pipeline::enrich::{run as run_enrich, RunOptions};
+use mfu::pipeline::enrich::run as run_enrich;
+use mfu::pipeline::job::RunOptions;
 use mfu::write::OutputFormat;
 
 use super::source::{SourceArgs, Terminal};

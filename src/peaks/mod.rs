@@ -5,10 +5,12 @@
 //! it carries the reason when it is null so the caller can report it.
 
 pub mod matcher;
+pub mod pattern;
 pub mod precision;
 pub mod table;
 
-pub use matcher::{normalize, tokenize, Found, MatchOutcome, Matcher, NoMatch};
+pub use matcher::{Found, MatchOutcome, Matcher, NoMatch};
+pub use pattern::{normalize, tokenize, Pattern};
 pub use precision::{parse_dtype, parse_precision, Dtype, Precision};
 pub use table::{FlopsPerSecond, PeakEntry, PeakTable, TableError};
 

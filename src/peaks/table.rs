@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::matcher::Pattern;
+use super::pattern::Pattern;
 use super::precision::Dtype;
 
 /// The built-in table, as shipped.

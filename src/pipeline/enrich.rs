@@ -5,7 +5,6 @@
 //! what reading whole gives, the run starts again reading every input whole (an [`Event::Restart`]).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -17,34 +16,10 @@ use crate::read::memory::format_size;
 use crate::read::{Input, Reject};
 use crate::write::{write_file, write_stdout, Metadata};
 
-use super::destination::{Destination, OutputOptions};
+use super::destination::Destination;
+use super::job::{InputReport, Outcome, RunOptions};
 use super::stream::{enrich_streaming, StopReason};
 use super::{timings_wanted, Event, Observer, PipelineError, Plan};
-
-/// What an enrich run is asked to do beyond reading: where to write, and what counts as failure.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    pub output: OutputOptions,
-    /// A row whose peak cannot be resolved fails its input.
-    pub strict: bool,
-    /// Stop at the first input that fails, and write nothing.
-    pub fail_fast: bool,
-    /// Write each line or row that was not read, with its file, line and reason, here as JSON Lines.
-    pub rejects: Option<PathBuf>,
-}
-
-/// What happened to one input that was enriched.
-pub(super) struct InputReport {
-    pub stats: ComputeStats,
-    pub warnings: Vec<String>,
-    pub rejects: Vec<Reject>,
-}
-
-/// What each input gave, in input order, and the output written.
-pub(super) struct Outcome {
-    pub results: Vec<Result<InputReport, PipelineError>>,
-    pub wrote: Option<String>,
-}
 
 /// What a run did, for its user.
 #[derive(Debug)]

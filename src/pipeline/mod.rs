@@ -10,8 +10,10 @@
 //!
 //! The stages below (read → columns → peaks → compute → write) know nothing of this module.
 
+pub mod arrow;
 pub mod destination;
 pub mod enrich;
+pub mod job;
 mod stream;
 
 use std::path::{Path, PathBuf};

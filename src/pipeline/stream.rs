@@ -31,7 +31,7 @@ use crate::write::sink::{Sink, SinkError};
 use crate::write::Metadata;
 
 use super::destination::Destination;
-use super::enrich::{InputReport, Outcome, RunOptions};
+use super::job::{InputReport, Outcome, RunOptions};
 use super::{timings_wanted, Event, Loaded, Observer, PipelineError, Plan, Seen};
 
 /// One small input, read and enriched whole, with its verbose lines.

@@ -24,6 +24,23 @@ pub(crate) fn find_either(bytes: &[u8], mut from: usize, to: usize, a: u8, b: u8
     from
 }
 
+/// `bytes` cut into about `n` ranges that end at line ends (each a run of whole lines, and so, in UTF-8
+/// text, at character boundaries).
+pub(crate) fn line_ranges(bytes: &[u8], n: usize) -> Vec<std::ops::Range<usize>> {
+    let target = bytes.len() / n.max(1) + 1;
+    let mut ranges = Vec::with_capacity(n);
+    let mut start = 0;
+    while start < bytes.len() {
+        let mut end = (start + target).min(bytes.len());
+        while end < bytes.len() && bytes[end - 1] != b'\n' {
+            end += 1;
+        }
+        ranges.push(start..end);
+        start = end;
+    }
+    ranges
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,7 @@ fn parse_in_pieces(
     let header_end = memchr::memchr(b'\n', bytes).unwrap_or(bytes.len());
     let body_start = (header_end + 1).min(bytes.len());
     let body = &bytes[body_start..];
-    let pieces = super::jsonl::line_ranges(body, pieces);
+    let pieces = super::bytes::line_ranges(body, pieces);
     // No quotes, no carriage returns, and UTF-8: checked piece by piece in parallel. Pieces end after a
     // newline, so where the header and every piece are valid UTF-8 the whole is.
     let clean =

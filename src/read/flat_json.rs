@@ -25,7 +25,7 @@ const PIECE_BYTES: usize = 4 << 20;
 /// Parses flat JSON Lines into a frame, or `None` when polars should read them instead.
 pub fn parse(bytes: &[u8]) -> Option<DataFrame> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let pieces: Vec<&str> = super::jsonl::line_ranges(
+    let pieces: Vec<&str> = super::bytes::line_ranges(
         bytes,
         (bytes.len() / PIECE_BYTES).clamp(1, rayon::current_num_threads().max(1) * 4),
     )

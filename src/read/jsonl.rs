@@ -6,6 +6,8 @@
 
 use std::io::Cursor;
 
+use super::bytes::line_ranges;
+
 use polars::prelude::*;
 
 /// A line that was not read.
@@ -116,23 +118,6 @@ fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
         }
         false
     })
-}
-
-/// `bytes` cut into about `n` ranges that end at line ends (each a run of whole lines, and so, in UTF-8
-/// text, at character boundaries).
-pub(crate) fn line_ranges(bytes: &[u8], n: usize) -> Vec<std::ops::Range<usize>> {
-    let target = bytes.len() / n.max(1) + 1;
-    let mut ranges = Vec::with_capacity(n);
-    let mut start = 0;
-    while start < bytes.len() {
-        let mut end = (start + target).min(bytes.len());
-        while end < bytes.len() && bytes[end - 1] != b'\n' {
-            end += 1;
-        }
-        ranges.push(start..end);
-        start = end;
-    }
-    ranges
 }
 
 /// Parses JSON Lines. A field that first appears late, or is an integer early and a float later, is read
