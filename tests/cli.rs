@@ -2,6 +2,7 @@
 
 mod util;
 
+mod architecture;
 mod cmd_enrich;
 mod cmd_lookup;
 mod cmd_peaks;
@@ -11,5 +12,6 @@ mod faults;
 mod flops;
 mod memory;
 mod peak_table;
+mod pipeline;
 mod shapes;
 mod types;
