@@ -68,11 +68,26 @@ fn json_lines_have_exactly_the_contract_keys() {
         keys.sort();
         assert_eq!(
             keys,
-            ["device", "dtype", "name", "peak_flops_per_device", "source"]
+            [
+                "device",
+                "documents",
+                "dtype",
+                "name",
+                "peak_flops_per_device",
+                "source"
+            ]
         );
         assert_eq!(line["dtype"], "bf16");
     }
     assert_eq!(lines[0]["device"], "TPU v5e");
+    // The source keys the entry cites, named: S_GT is Google's TPU documentation.
+    let documents = lines[0]["documents"].as_array().unwrap();
+    assert_eq!(documents[0]["key"], "S_GT");
+    assert!(documents[0]["what"]
+        .as_str()
+        .unwrap()
+        .contains("Google Cloud TPU docs"));
+    assert!(lines[2]["documents"].as_array().unwrap().is_empty());
     assert_eq!(lines[0]["peak_flops_per_device"].as_f64(), Some(197e12));
     // T4 is known but has no bf16 rate: the device is named, the peak is null.
     assert_eq!(lines[1]["device"], "T4");
@@ -96,7 +111,7 @@ fn without_dtype_every_precision_is_listed() {
     let dtypes: Vec<&str> = lines.iter().map(|l| l["dtype"].as_str().unwrap()).collect();
     assert_eq!(
         dtypes,
-        ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+        ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp6", "fp4"]
     );
     assert_eq!(lines[2]["peak_flops_per_device"].as_f64(), Some(156e12));
     assert!(

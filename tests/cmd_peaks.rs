@@ -76,3 +76,32 @@ fn json_and_table_formats() {
 }
 
 use std::collections::BTreeSet;
+
+#[test]
+fn sources_lists_the_legend_of_every_key_the_table_cites() {
+    let wd = Workdir::new("peaks_sources");
+    let out = wd
+        .mfu()
+        .args(["peaks", "--sources", "--format", "json"])
+        .ok_stdout();
+    let legend: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    let keys: Vec<&str> = legend.iter().map(|s| s["key"].as_str().unwrap()).collect();
+    // Every S_* key in the table's source column has a line.
+    let table = wd.mfu().args(["peaks", "--format", "csv"]).ok_stdout();
+    let table = String::from_utf8(table).unwrap();
+    let cited: std::collections::BTreeSet<&str> = table
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("S_"))
+        .collect();
+    assert!(cited.len() >= 15, "{cited:?}");
+    for key in cited {
+        assert!(keys.contains(&key), "{key} has no legend line");
+    }
+    let tt = legend.iter().find(|s| s["key"] == "S_TT").unwrap();
+    assert!(tt["where"].as_str().unwrap().contains("pytorch/torchtitan"));
+    // --sources is a listing of its own: filters of the table do not apply.
+    wd.mfu()
+        .args(["peaks", "--sources", "--dtype", "bf16"])
+        .assert()
+        .code(2);
+}

@@ -6,14 +6,15 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
-use mfu::peaks::{normalize, Dtype, MatchOutcome, NoMatch, Resolver};
+use mfu::peaks::{cited_in, normalize, Dtype, MatchOutcome, NoMatch, Resolver, Source};
 
 use super::{tflops_text, PeakTableArgs};
 
 /// Resolve device names to table entries and peaks, and say why.
 ///
 /// For each NAME: the entry that matched, its form factor, the dense peak for the precision (every
-/// precision when none is given), the source, and which tokens matched which pattern. When nothing
+/// precision when none is given), the source with the documents its keys name, and which tokens matched
+/// which pattern. When nothing
 /// matches, the closest entries are suggested. Exit status: 0 when every name resolved (and, with
 /// --dtype, has a rate for it), 1 otherwise.
 ///
@@ -28,11 +29,13 @@ pub struct LookupArgs {
     #[arg(required = true, value_name = "NAME")]
     pub names: Vec<String>,
 
-    /// The precision to report (fp64, fp32, tf32, bf16, fp16, fp8, int8, or a spelling such as bf16-mixed).
+    /// The precision to report (fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4, or a spelling such as
+    /// bf16-mixed or nvfp4).
     #[arg(long, value_name = "D")]
     pub dtype: Option<Dtype>,
 
-    /// One JSON object per line: name, dtype, device, peak_flops_per_device, source.
+    /// One JSON object per line: name, dtype, device, peak_flops_per_device, source, documents (what each
+    /// source key names).
     #[arg(long)]
     pub json: bool,
 
@@ -47,6 +50,7 @@ struct LookupLine<'a> {
     device: Option<&'a str>,
     peak_flops_per_device: Option<f64>,
     source: Option<&'a str>,
+    documents: Vec<&'static Source>,
 }
 
 pub fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
@@ -83,6 +87,10 @@ pub fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
                         (Some(_), _) => Some("--peak-flops"),
                         (None, Some(e)) => Some(e.source.as_str()),
                         (None, None) => None,
+                    },
+                    documents: match (resolver.options().forced_peak, entry) {
+                        (None, Some(e)) => cited_in(&e.source),
+                        _ => Vec::new(),
                     },
                 };
                 serde_json::to_writer(&mut out, &line)?;
@@ -132,6 +140,13 @@ pub fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
                     writeln!(out, "  source:   --peak-flops (forced for every device)")?;
                 } else {
                     writeln!(out, "  source:   {}", e.source)?;
+                    for doc in cited_in(&e.source) {
+                        writeln!(
+                            out,
+                            "            {} = {} ({})",
+                            doc.key, doc.what, doc.location
+                        )?;
+                    }
                 }
                 if !e.note.is_empty() {
                     writeln!(out, "  note:     {}", e.note)?;

@@ -19,8 +19,8 @@ use mfu::peaks::{Dtype, PeakTable, ResolveOptions, Resolver};
 
 /// Honest MFU from the logs of finished training runs.
 ///
-/// mfu knows the dense peak FLOP/s of NVIDIA, AMD, Google TPU, AWS Trainium/Inferentia and Intel Gaudi
-/// devices for each precision, matches device names the way frameworks print them, and leaves MFU null
+/// mfu knows the dense peak FLOP/s of NVIDIA, AMD, Google TPU, AWS Trainium/Inferentia, Intel Gaudi and
+/// Huawei Ascend devices for each precision, matches device names the way frameworks print them, and leaves MFU null
 /// rather than guessing when the device or precision is unknown.
 #[derive(Debug, Parser)]
 #[command(name = "mfu", version, propagate_version = true)]
@@ -55,7 +55,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, Args)]
 pub struct PeakTableArgs {
     /// Add or replace peak-table entries from FILE (CSV, same columns as the built-in table: vendor, name,
-    /// form_factor, patterns, fp64_tflops ... int8_tflops, source, note). An entry with the name of a
+    /// form_factor, patterns, fp64_tflops ... int8_tflops, fp6_tflops, fp4_tflops, source, note). An entry with the name of a
     /// built-in one replaces it. Repeatable; later files win.
     #[arg(long = "peaks", value_name = "FILE")]
     pub peaks: Vec<PathBuf>,

@@ -6,17 +6,19 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
-use mfu::peaks::Dtype;
+use mfu::peaks::{legend, Dtype};
 
 use super::{aligned_table, list_format_or_default, tflops_text, ListFormat, PeakTableArgs};
 
 /// List the dense peak FLOP/s table.
 ///
 /// One row per device and precision that has a published dense rate, with its source. Precisions a device
-/// lacks (bf16 on a T4 or V100) are absent: MFU for them is null.
+/// lacks (bf16 on a T4 or V100) are absent: MFU for them is null. With --sources, the legend of the source
+/// keys instead: what each document is and where it was read.
 ///
 /// Examples:
 ///   mfu peaks --vendor nvidia --dtype bf16
+///   mfu peaks --sources
 ///   mfu peaks --format json | jq '.[] | select(.device == "H100 SXM5")'
 ///   mfu peaks --peaks my_cluster.csv --format csv > peaks.csv
 #[derive(Debug, Args)]
@@ -26,9 +28,14 @@ pub struct PeaksArgs {
     #[arg(long, value_name = "V")]
     pub vendor: Option<String>,
 
-    /// Only this precision (fp64, fp32, tf32, bf16, fp16, fp8, int8, or a spelling such as torch.bfloat16).
+    /// Only this precision (fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4, or a spelling such as
+    /// torch.bfloat16 or nvfp4).
     #[arg(long, value_name = "D")]
     pub dtype: Option<Dtype>,
+
+    /// List the source keys the table cites (S_TT, S_LI, ...) with the document each names.
+    #[arg(long, conflicts_with_all = ["vendor", "dtype"])]
+    pub sources: bool,
 
     /// Output format; default: table on a terminal, csv otherwise.
     #[arg(long, value_enum)]
@@ -50,6 +57,9 @@ struct PeakRow<'a> {
 }
 
 pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
+    if args.sources {
+        return sources(args.format);
+    }
     let table = args.table.table()?;
     let dtypes: Vec<Dtype> = match args.dtype {
         Some(d) => vec![d],
@@ -117,6 +127,33 @@ pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
         }
         ListFormat::Json => {
             serde_json::to_writer_pretty(&mut out, &rows)?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mfu peaks --sources`: the legend of the source keys.
+fn sources(format: Option<ListFormat>) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match list_format_or_default(format) {
+        ListFormat::Table => {
+            let cells: Vec<Vec<String>> = legend()
+                .iter()
+                .map(|s| vec![s.key.clone(), s.what.clone(), s.location.clone()])
+                .collect();
+            out.write_all(aligned_table(&["key", "what", "where"], &cells).as_bytes())?;
+        }
+        ListFormat::Csv => {
+            let mut w = csv::Writer::from_writer(&mut out);
+            for s in legend() {
+                w.serialize(s)?;
+            }
+            w.flush()?;
+        }
+        ListFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, legend())?;
             writeln!(out)?;
         }
     }

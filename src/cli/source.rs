@@ -71,7 +71,8 @@ pub struct SourceArgs {
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
 
-    /// Training precision for every row (bf16, fp16, fp32, tf32, fp8, or spellings such as bf16-mixed).
+    /// Training precision for every row (bf16, fp16, fp32, tf32, fp8, fp4, or spellings such as bf16-mixed or
+    /// nvfp4). An fp32 run with TF32 matmuls allowed (torch.backends.cuda.matmul.allow_tf32) is tf32.
     #[arg(long, value_name = "D", value_parser = parse_precision_arg)]
     pub dtype: Option<String>,
 
@@ -173,7 +174,7 @@ fn parse_precision_arg(s: &str) -> Result<String, String> {
     match parse_precision(s) {
         Some(_) => Ok(s.to_string()),
         None => Err(format!(
-            "unknown precision '{s}': expected fp64, fp32, tf32, bf16, fp16, fp8, int8, no, or a spelling such as torch.bfloat16 or bf16-mixed"
+            "unknown precision '{s}': expected fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4, no, or a spelling such as torch.bfloat16 or bf16-mixed"
         )),
     }
 }

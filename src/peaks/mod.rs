@@ -7,11 +7,13 @@
 pub mod matcher;
 pub mod pattern;
 pub mod precision;
+pub mod sources;
 pub mod table;
 
 pub use matcher::{Found, MatchOutcome, Matcher, NoMatch};
 pub use pattern::{normalize, tokenize, Pattern};
 pub use precision::{parse_dtype, parse_precision, Dtype, Precision};
+pub use sources::{cited_in, legend, Source};
 pub use table::{FlopsPerSecond, PeakEntry, PeakTable, TableError};
 
 /// How peaks are resolved beyond the table itself.
@@ -318,9 +320,9 @@ mod tests {
 
     #[test]
     fn unknown_precision_names_the_spelling() {
-        let r = resolver().resolve(Some("NVIDIA L4"), Some("fp4"));
+        let r = resolver().resolve(Some("NVIDIA L4"), Some("fp5"));
         assert_eq!(r.peak, None);
-        assert_eq!(r.unresolved.unwrap().to_string(), "unknown precision 'fp4'");
+        assert_eq!(r.unresolved.unwrap().to_string(), "unknown precision 'fp5'");
     }
 
     #[test]

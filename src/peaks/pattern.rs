@@ -70,11 +70,19 @@ enum PatternToken {
 pub struct Pattern {
     text: String,
     tokens: Vec<PatternToken>,
+    /// Written with a leading `!`: the name must be these tokens and nothing else (a bare `v4` is a TPU
+    /// environment type; `NeuronCore-v4` is not a TPU).
+    whole_name: bool,
 }
 
 impl Pattern {
-    /// Parses a pattern as written in the table: words separated like a device name; `#` stands for a number.
+    /// Parses a pattern as written in the table: words separated like a device name; `#` stands for a number;
+    /// a leading `!` asks for the whole name.
     pub fn parse(text: &str) -> Result<Pattern, String> {
+        let (whole_name, text) = match text.trim_start().strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
         let tokens: Vec<PatternToken> = text
             .split(is_separator)
             .filter(|t| !t.is_empty())
@@ -92,15 +100,20 @@ impl Pattern {
                 Err(format!("pattern '{text}' must start with a word, not '#'"))
             }
             Some(_) => Ok(Pattern {
-                text: tokens
-                    .iter()
-                    .map(|t| match t {
-                        PatternToken::Word(w) => w.as_str(),
-                        PatternToken::Number => "#",
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                text: format!(
+                    "{}{}",
+                    if whole_name { "!" } else { "" },
+                    tokens
+                        .iter()
+                        .map(|t| match t {
+                            PatternToken::Word(w) => w.as_str(),
+                            PatternToken::Number => "#",
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
                 tokens,
+                whole_name,
             }),
         }
     }
@@ -140,6 +153,9 @@ impl Pattern {
         positions: &mut Vec<usize>,
     ) -> bool {
         positions.clear();
+        if self.whole_name && (start != 0 || tokens.len() != self.tokens.len()) {
+            return false;
+        }
         let mut at = start;
         for pt in &self.tokens {
             let Some(found) = tokens[at..].iter().position(|t| match pt {

@@ -16,11 +16,15 @@ pub enum Dtype {
     Fp16,
     Fp8,
     Int8,
+    /// 6-bit floats (OCP MXFP6: E3M2, E2M3), where a vendor lists a rate.
+    Fp6,
+    /// 4-bit floats (NVFP4, OCP MXFP4: E2M1).
+    Fp4,
 }
 
 impl Dtype {
     /// Every dtype, in the order of the table's columns.
-    pub const ALL: [Dtype; 7] = [
+    pub const ALL: [Dtype; 9] = [
         Dtype::Fp64,
         Dtype::Fp32,
         Dtype::Tf32,
@@ -28,6 +32,8 @@ impl Dtype {
         Dtype::Fp16,
         Dtype::Fp8,
         Dtype::Int8,
+        Dtype::Fp6,
+        Dtype::Fp4,
     ];
 
     /// Canonical short name (`bf16`), as used in the table header and in output.
@@ -40,6 +46,8 @@ impl Dtype {
             Dtype::Fp16 => "fp16",
             Dtype::Fp8 => "fp8",
             Dtype::Int8 => "int8",
+            Dtype::Fp6 => "fp6",
+            Dtype::Fp4 => "fp4",
         }
     }
 
@@ -82,6 +90,11 @@ pub fn parse_precision(spelling: &str) -> Option<Precision> {
         "fp8" | "float8" | "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz"
         | "float8_e5m2fnuz" | "e4m3" | "e5m2" | "amp_fp8" | "amp-fp8" => Dtype::Fp8,
         "int8" | "i8" => Dtype::Int8,
+        "fp6" | "mxfp6" | "float6" | "float6_e3m2fn" | "float6_e2m3fn" | "fp6_e3m2"
+        | "fp6_e2m3" | "e3m2" | "e2m3" => Dtype::Fp6,
+        "fp4" | "nvfp4" | "mxfp4" | "float4" | "float4_e2m1fn_x2" | "fp4_e2m1" | "e2m1" => {
+            Dtype::Fp4
+        }
         "fp64" | "float64" | "double" | "f64" | "64" | "64-true" | "64_true" => Dtype::Fp64,
         "no" => return Some(Precision::ModelDtype),
         _ => return None,
@@ -101,7 +114,7 @@ impl FromStr for Dtype {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         parse_dtype(s).ok_or_else(|| {
-            format!("unknown precision '{s}': expected one of fp64, fp32, tf32, bf16, fp16, fp8, int8 (or a spelling such as torch.bfloat16, bf16-mixed, 16-mixed)")
+            format!("unknown precision '{s}': expected one of fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4 (or a spelling such as torch.bfloat16, bf16-mixed, 16-mixed)")
         })
     }
 }
@@ -141,6 +154,15 @@ mod tests {
             ("e4m3", Dtype::Fp8),
             ("amp_fp8", Dtype::Fp8),
             ("int8", Dtype::Int8),
+            ("fp4", Dtype::Fp4),
+            ("nvfp4", Dtype::Fp4),
+            ("MXFP4", Dtype::Fp4),
+            ("e2m1", Dtype::Fp4),
+            ("torch.float4_e2m1fn_x2", Dtype::Fp4),
+            ("fp6", Dtype::Fp6),
+            ("mxfp6", Dtype::Fp6),
+            ("e3m2", Dtype::Fp6),
+            ("e2m3", Dtype::Fp6),
             ("fp64", Dtype::Fp64),
             ("float64", Dtype::Fp64),
             ("64-true", Dtype::Fp64),
@@ -159,7 +181,7 @@ mod tests {
     fn no_means_model_dtype_and_unknowns_are_none() {
         assert_eq!(parse_precision("no"), Some(Precision::ModelDtype));
         assert_eq!(parse_dtype("no"), None);
-        for bad in ["", "fp4", "mixed", "bf17", "int4", "torch.", "8"] {
+        for bad in ["", "fp5", "mixed", "bf17", "int4", "torch.", "8"] {
             assert_eq!(parse_precision(bad), None, "{bad}");
         }
     }

@@ -30,7 +30,7 @@ pub struct PeakEntry {
     /// Patterns as written in the table (`h100 pcie|h100`), parsed.
     pub patterns: Vec<Pattern>,
     /// Dense peak per dtype, indexed by [`Dtype::index`]; `None` where the device has no such rate.
-    pub peaks: [Option<FlopsPerSecond>; 7],
+    pub peaks: [Option<FlopsPerSecond>; Dtype::ALL.len()],
     pub source: String,
     pub note: String,
 }
@@ -78,6 +78,11 @@ struct Row {
     fp16_tflops: String,
     fp8_tflops: String,
     int8_tflops: String,
+    // Added after the first release: a file written without them still reads.
+    #[serde(default)]
+    fp6_tflops: String,
+    #[serde(default)]
+    fp4_tflops: String,
     source: String,
     #[serde(default)]
     note: String,
@@ -221,8 +226,10 @@ fn parse_csv(text: &str, origin: &str) -> Result<Vec<PeakEntry>, TableError> {
             &row.fp16_tflops,
             &row.fp8_tflops,
             &row.int8_tflops,
+            &row.fp6_tflops,
+            &row.fp4_tflops,
         ];
-        let mut peaks = [None; 7];
+        let mut peaks = [None; Dtype::ALL.len()];
         for (dtype, cell) in Dtype::ALL.iter().zip(cells) {
             let cell = cell.trim();
             if cell.is_empty() {
