@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use mfu::columns::{Field, FieldSource};
-use mfu::summary::{summarize, to_frame, GroupBy, RunSummary, SummaryInput};
+use mfu::pipeline::summary::summarize_runs;
+use mfu::summary::{to_frame, RunSummary};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
 use super::source::{SourceArgs, Terminal};
@@ -88,57 +88,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
         bail!("no input could be read");
     }
 
-    // Keys: --by as given; else run_id where an input has it, the input's name where it has not.
-    let (key_names, groups): (Vec<String>, Vec<GroupBy>) = if args.by.is_empty() {
-        let any_run = loaded.iter().any(|(_, l)| l.column_for("run_id").is_some());
-        let groups = loaded
-            .iter()
-            .map(|(_, l)| match l.column_for("run_id") {
-                Some(c) => GroupBy::Columns(vec![c]),
-                None => GroupBy::File,
-            })
-            .collect();
-        let name = if any_run { "run_id" } else { "source_file" };
-        (vec![name.to_string()], groups)
-    } else {
-        let mut groups = Vec::new();
-        for (display, l) in &loaded {
-            let mut cols = Vec::new();
-            for key in &args.by {
-                cols.push(l.column_for(key).with_context(|| {
-                    format!("--by {key}: {display} has no such column or field")
-                })?);
-            }
-            groups.push(GroupBy::Columns(cols));
-        }
-        let names = args
-            .by
-            .iter()
-            .map(|k| {
-                if mfu::summary::SUMMARY_COLUMNS.contains(&k.as_str()) {
-                    format!("by_{k}")
-                } else {
-                    k.clone()
-                }
-            })
-            .collect();
-        (names, groups)
-    };
-    let inputs: Vec<SummaryInput> = loaded
-        .iter()
-        .zip(groups)
-        .map(|((display, l), group)| SummaryInput {
-            source: display,
-            frame: &l.enriched.frame,
-            values: &l.enriched.values,
-            device_column: match l.enriched.mapping.source(Field::DeviceName) {
-                FieldSource::Column { name, .. } => Some(name.as_str()),
-                _ => None,
-            },
-            group,
-        })
-        .collect();
-    let runs = summarize(&inputs, args.skip_steps as f64)?;
+    let (key_names, runs) = summarize_runs(&loaded, &args.by, args.skip_steps as f64)?;
 
     let format = args.format.unwrap_or_else(|| {
         match args.output.as_deref().and_then(OutputFormat::from_path) {

@@ -6,11 +6,15 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch};
-use arrow::datatypes::{DataType as ArrowType, Field as ArrowRsField, Schema};
+use arrow::datatypes::{DataType as ArrowType, Field as ArrowRsField, Schema, SchemaRef};
 
 use crate::arrow_bridge::{record_batch_to_frame, series_to_arrow_rs, BridgeError};
-use crate::compute::RESOLVED_DEVICE;
-use crate::enrich::{enrich_frame, EnrichError, EnrichOptions};
+use crate::compute::{ComputeStats, RESOLVED_DEVICE};
+use crate::enrich::{enrich_frame, EnrichError, EnrichOptions, Enriched};
+use crate::read::Shape;
+
+use super::enrich::stats_warnings;
+use super::{warnings_for, Seen};
 
 /// Why a batch could not be enriched.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +25,64 @@ pub enum BatchError {
     Bridge(#[from] BridgeError),
 }
 
+/// One batch enriched, with what the user should know about it.
+#[derive(Debug)]
+pub struct EnrichedBatch {
+    pub batch: RecordBatch,
+    /// Non-numeric cells, renamed columns, missing timing, null derived values, unresolved peaks.
+    pub warnings: Vec<String>,
+    pub stats: ComputeStats,
+}
+
+/// [`enrich_record_batch`], with its warnings (each prefixed by `label`) and counts.
+pub fn enrich_record_batch_reporting(
+    batch: &RecordBatch,
+    options: &EnrichOptions,
+    label: &str,
+) -> Result<EnrichedBatch, BatchError> {
+    let frame = record_batch_to_frame(batch)?;
+    let enriched = enrich_frame(frame, options)?;
+    let seen = Seen {
+        how: String::new(),
+        shape: Shape::Table,
+        rows: enriched.frame.height(),
+        notes: Vec::new(),
+        read_warnings: Vec::new(),
+        mapping: enriched.mapping.clone(),
+        non_numeric: enriched.non_numeric.clone(),
+        renamed: enriched.renamed.clone(),
+        torn: None,
+        rejects: Vec::new(),
+    };
+    let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
+    warnings.extend(stats_warnings(&enriched.stats));
+    let stats = enriched.stats.clone();
+    Ok(EnrichedBatch {
+        batch: added_columns(batch, enriched, options)?,
+        warnings,
+        stats,
+    })
+}
+
+/// Enriches every batch as one table (the batches concatenated first, so running totals and rolling
+/// windows see every row, as the command line sees a whole file).
+pub fn enrich_record_batches_whole(
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    options: &EnrichOptions,
+    label: &str,
+) -> Result<EnrichedBatch, BatchError> {
+    let one = arrow::compute::concat_batches(&schema, batches).map_err(BridgeError::from)?;
+    enrich_record_batch_reporting(&one, options, label)
+}
+
+/// The schema enrichment gives a table of `schema`: its fields (renamed where an added column takes the
+/// name) and then the added columns.
+pub fn output_schema(schema: SchemaRef, options: &EnrichOptions) -> Result<SchemaRef, BatchError> {
+    let empty = RecordBatch::new_empty(schema);
+    Ok(enrich_record_batch(&empty, options)?.schema())
+}
+
 /// Enriches one batch: its columns unchanged and in order (a column whose name an added column takes is
 /// renamed `<name>_input`), then the six added columns.
 pub fn enrich_record_batch(
@@ -29,6 +91,15 @@ pub fn enrich_record_batch(
 ) -> Result<RecordBatch, BatchError> {
     let frame = record_batch_to_frame(batch)?;
     let enriched = enrich_frame(frame, options)?;
+    added_columns(batch, enriched, options)
+}
+
+/// `batch`'s own arrays (renamed where needed) followed by the added columns of `enriched`.
+fn added_columns(
+    batch: &RecordBatch,
+    enriched: Enriched,
+    options: &EnrichOptions,
+) -> Result<RecordBatch, BatchError> {
     let schema = batch.schema();
     let mut fields: Vec<ArrowRsField> = Vec::with_capacity(batch.num_columns() + 8);
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(fields.capacity());

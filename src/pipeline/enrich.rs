@@ -204,7 +204,6 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
         failures: Vec::new(),
         wrote: outcome.wrote,
     };
-    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
     for (input, result) in inputs.iter().zip(outcome.results) {
         match result {
             Ok(p) => {
@@ -215,14 +214,18 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
                 report
                     .rejects
                     .extend(p.rejects.into_iter().map(|r| (display.clone(), r)));
-                for (why, rows) in &p.stats.unresolved {
-                    *unresolved.entry(why.to_string()).or_default() += rows;
-                }
             }
             Err(e) => report.failures.push(e),
         }
     }
-    let total = &report.stats;
+    let warnings = stats_warnings(&report.stats);
+    report.warnings.extend(warnings);
+    report
+}
+
+/// The warnings counts over written rows call for: null derived values, overflows, unresolved peaks (one
+/// per reason), impossible MFU.
+pub fn stats_warnings(total: &ComputeStats) -> Vec<String> {
     let mut warnings = Vec::new();
     if total.bad_step_time_rows + total.bad_count_rows > 0 {
         warnings.push(format!(
@@ -236,6 +239,10 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
             total.overflow_rows
         ));
     }
+    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
+    for (why, rows) in &total.unresolved {
+        *unresolved.entry(why.to_string()).or_default() += rows;
+    }
     for (why, rows) in &unresolved {
         warnings.push(format!(
             "{why}: MFU is null for {rows} row{}; add the device with --peaks FILE or force a value with --peak-flops F",
@@ -248,8 +255,7 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
             total.mfu_above_one_rows
         ));
     }
-    report.warnings.extend(warnings);
-    report
+    warnings
 }
 
 /// Writes rejected lines as JSON Lines (file, line, column, reason, text), atomically.

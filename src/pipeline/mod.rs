@@ -15,6 +15,7 @@ pub mod destination;
 pub mod enrich;
 pub mod job;
 mod stream;
+pub mod summary;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,6 +96,38 @@ impl Options {
     /// The peak table these options ask for: the built-in one with `peaks` files applied.
     pub fn peak_table(&self) -> Result<PeakTable, PipelineError> {
         PeakTable::with_user_files(&self.peaks).map_err(PipelineError::Peaks)
+    }
+
+    /// How each table is enriched under these options (the W&B metadata and the model config are read
+    /// here, once).
+    pub fn enrich_options(&self) -> Result<EnrichOptions, PipelineError> {
+        let (meta_device, meta_devices) = match &self.metadata {
+            Some(path) => wandb_metadata(path)?,
+            None => (None, None),
+        };
+        Ok(EnrichOptions {
+            columns: ColumnOptions {
+                map: self.map.clone(),
+                time_unit: self.time_unit,
+                constants: Constants {
+                    device: self.device.clone().or(meta_device),
+                    dtype: self.dtype.clone(),
+                    num_devices: self.num_devices.or(meta_devices),
+                    flops_per_token: self.flops_per_token,
+                    tokens_per_step: self.tokens_per_step,
+                    seq_len: self.seq_len,
+                },
+                allow_override: self.override_columns,
+                model: model_flops(self)?,
+                cumulative: self.cumulative.clone(),
+                timing_optional: false,
+                lenient: false,
+            },
+            resolver: Arc::new(self.resolver()?),
+            recompute: self.recompute,
+            logged_peak_flops: self.logged_peak_flops,
+            window: self.window,
+        })
     }
 
     /// The resolver these options ask for.
@@ -243,33 +276,7 @@ impl Plan {
         if inputs.iter().any(|i| i.path.is_none()) && options.input_format.is_none() {
             return Err(PipelineError::StdinNeedsFormat);
         }
-        let (meta_device, meta_devices) = match &options.metadata {
-            Some(path) => wandb_metadata(path)?,
-            None => (None, None),
-        };
-        let enrich = EnrichOptions {
-            columns: ColumnOptions {
-                map: options.map.clone(),
-                time_unit: options.time_unit,
-                constants: Constants {
-                    device: options.device.clone().or(meta_device),
-                    dtype: options.dtype.clone(),
-                    num_devices: options.num_devices.or(meta_devices),
-                    flops_per_token: options.flops_per_token,
-                    tokens_per_step: options.tokens_per_step,
-                    seq_len: options.seq_len,
-                },
-                allow_override: options.override_columns,
-                model: model_flops(options)?,
-                cumulative: options.cumulative.clone(),
-                timing_optional: false,
-                lenient: false,
-            },
-            resolver: Arc::new(options.resolver()?),
-            recompute: options.recompute,
-            logged_peak_flops: options.logged_peak_flops,
-            window: options.window,
-        };
+        let enrich = options.enrich_options()?;
         Ok(Plan {
             inputs,
             read: ReadOptions {
@@ -382,57 +389,13 @@ impl Plan {
         lines
     }
 
-    /// What the user should know about one input: non-numeric cells, renamed columns, missing timing,
-    /// lines that were not read.
+    /// What the user should know about one input (see [`warnings_for`]).
     fn warnings(&self, input: &Input, seen: &Seen) -> Vec<String> {
-        let mut warnings: Vec<String> = seen
-            .read_warnings
-            .iter()
-            .map(|w| format!("{}: {w}", input.display))
-            .collect();
-        for (column, cells) in &seen.non_numeric {
-            warnings.push(format!(
-                "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
-                input.display,
-                if *cells == 1 { " is" } else { "s are" }
-            ));
-        }
-        for (old, new) in &seen.renamed {
-            warnings.push(format!(
-                "{}: the input's own column '{old}' is kept as '{new}'",
-                input.display
-            ));
-        }
-        if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {
-            warnings.push(format!(
-                "{}: this {} log has no step timing: throughput and MFU are null",
-                input.display, seen.shape
-            ));
-        }
-        if self.options.logged_peak_flops.is_some()
-            && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
-        {
-            warnings.push(format!(
-                "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
-                input.display
-            ));
-        }
-        if let Some(torn) = &seen.torn {
-            warnings.push(format!(
-                "{}: line {} is cut short (a run killed mid-write?): skipped",
-                input.display, torn.line
-            ));
-        }
-        if !seen.rejects.is_empty() {
-            warnings.push(format!(
-                "{}: {} malformed line(s) skipped (--skip-bad-rows), the first at line {}: {}",
-                input.display,
-                seen.rejects.len(),
-                seen.rejects[0].line,
-                seen.rejects[0].reason
-            ));
-        }
-        warnings
+        warnings_for(
+            &input.display,
+            seen,
+            self.options.logged_peak_flops.is_some(),
+        )
     }
 
     /// The worker threads (at most `jobs`).
@@ -464,6 +427,31 @@ impl Plan {
         }))
     }
 
+    /// Every input read and enriched into one frame, as `enrich -o FILE` writes it (several inputs stacked
+    /// by column name, with a `source_file` column), with the warnings `enrich` gives. The first input that fails
+    /// fails the whole read.
+    pub fn read_all(
+        &self,
+        observer: &dyn Observer,
+    ) -> Result<(polars::prelude::DataFrame, Vec<String>), PipelineError> {
+        let mut parts = Vec::with_capacity(self.inputs.len());
+        let mut warnings = Vec::new();
+        let mut stats = crate::compute::ComputeStats::default();
+        for (input, loaded) in self.inputs.iter().zip(self.load_all(false, observer)?) {
+            let loaded = loaded?;
+            warnings.extend(loaded.warnings);
+            stats.add(&loaded.enriched.stats);
+            parts.push((input.display.clone(), loaded.enriched.frame));
+        }
+        warnings.extend(enrich::stats_warnings(&stats));
+        let frame = if parts.len() == 1 {
+            parts.pop().map(|(_, f)| f).unwrap_or_default()
+        } else {
+            crate::enrich::combine(parts).map_err(PipelineError::Combine)?
+        };
+        Ok((frame, warnings))
+    }
+
     /// Every input read and enriched (in parallel), in input order: what `summary` and `plot` work on.
     /// With `reuse`, tables mfu already enriched are taken as they are.
     pub fn load_all(
@@ -481,6 +469,58 @@ impl Plan {
             loaded
         })
     }
+}
+
+/// What the user should know about one input (called `display` in the messages): the reader's warnings,
+/// non-numeric cells, renamed columns, missing timing, an MFU column missing under `logged_peak`, lines
+/// that were not read.
+pub fn warnings_for(display: &str, seen: &Seen, logged_peak: bool) -> Vec<String> {
+    let mut warnings: Vec<String> = seen
+        .read_warnings
+        .iter()
+        .map(|w| format!("{}: {w}", display))
+        .collect();
+    for (column, cells) in &seen.non_numeric {
+        warnings.push(format!(
+            "{}: column '{column}': {cells} cell{} not a number (null in the derived columns)",
+            display,
+            if *cells == 1 { " is" } else { "s are" }
+        ));
+    }
+    for (old, new) in &seen.renamed {
+        warnings.push(format!(
+            "{}: the input's own column '{old}' is kept as '{new}'",
+            display
+        ));
+    }
+    if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {
+        warnings.push(format!(
+            "{}: this {} log has no step timing: throughput and MFU are null",
+            display, seen.shape
+        ));
+    }
+    if logged_peak && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing {
+        warnings.push(format!(
+            "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
+            display
+        ));
+    }
+    if let Some(torn) = &seen.torn {
+        warnings.push(format!(
+            "{}: line {} is cut short (a run killed mid-write?): skipped",
+            display, torn.line
+        ));
+    }
+    if !seen.rejects.is_empty() {
+        warnings.push(format!(
+            "{}: {} malformed line(s) skipped (--skip-bad-rows), the first at line {}: {}",
+            display,
+            seen.rejects.len(),
+            seen.rejects[0].line,
+            seen.rejects[0].reason
+        ));
+    }
+    warnings
 }
 
 /// Device name and count from a W&B wandb-metadata.json.

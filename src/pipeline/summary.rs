@@ -1,0 +1,71 @@
+//! Runs summarised across loaded inputs: which columns key a run in each input, then
+//! [`crate::summary::summarize`]. What `mfu summary` and the Python package's `summary` share.
+
+use crate::columns::{Field, FieldSource};
+use crate::summary::{summarize, GroupBy, RunSummary, SummaryInput, SUMMARY_COLUMNS};
+
+use super::{Loaded, PipelineError};
+
+/// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
+/// keys (a column, or a field name such as `run_id`) or, without keys, each input's run_id field, else
+/// the input itself. Gives the key column names (a key named like a summary column is written
+/// `by_<key>`; without keys, `run_id` or `source_file`) and the runs. The first `skip_steps` steps of each
+/// run are left out of its aggregates.
+pub fn summarize_runs(
+    loaded: &[(String, Loaded)],
+    by: &[String],
+    skip_steps: f64,
+) -> Result<(Vec<String>, Vec<RunSummary>), PipelineError> {
+    let (key_names, groups): (Vec<String>, Vec<GroupBy>) = if by.is_empty() {
+        let any_run = loaded.iter().any(|(_, l)| l.column_for("run_id").is_some());
+        let groups = loaded
+            .iter()
+            .map(|(_, l)| match l.column_for("run_id") {
+                Some(c) => GroupBy::Columns(vec![c]),
+                None => GroupBy::File,
+            })
+            .collect();
+        let name = if any_run { "run_id" } else { "source_file" };
+        (vec![name.to_string()], groups)
+    } else {
+        let mut groups = Vec::new();
+        for (display, l) in loaded {
+            let mut columns = Vec::new();
+            for key in by {
+                columns.push(l.column_for(key).ok_or_else(|| {
+                    PipelineError::Output(format!(
+                        "--by {key}: {display} has no such column or field"
+                    ))
+                })?);
+            }
+            groups.push(GroupBy::Columns(columns));
+        }
+        let names = by
+            .iter()
+            .map(|k| {
+                if SUMMARY_COLUMNS.contains(&k.as_str()) {
+                    format!("by_{k}")
+                } else {
+                    k.clone()
+                }
+            })
+            .collect();
+        (names, groups)
+    };
+    let inputs: Vec<SummaryInput> = loaded
+        .iter()
+        .zip(groups)
+        .map(|((display, l), group)| SummaryInput {
+            source: display,
+            frame: &l.enriched.frame,
+            values: &l.enriched.values,
+            device_column: match l.enriched.mapping.source(Field::DeviceName) {
+                FieldSource::Column { name, .. } => Some(name.as_str()),
+                _ => None,
+            },
+            group,
+        })
+        .collect();
+    let runs = summarize(&inputs, skip_steps).map_err(PipelineError::Combine)?;
+    Ok((key_names, runs))
+}
