@@ -1,0 +1,162 @@
+"""mfu: honest model FLOPs utilization from the logs of training runs.
+
+The same library as the ``mfu`` command line, for notebooks and for engines that scale it out (Spark, Ray,
+DuckDB, Polars). Tables go in and come out as Arrow: a pyarrow Table, RecordBatch or RecordBatchReader,
+anything with ``__arrow_c_stream__`` (a polars DataFrame, a DuckDB relation), or a pandas DataFrame. The
+enriched table has every input column unchanged, then ``resolved_device``, ``peak_flops_per_device``,
+``tokens_per_second``, ``achieved_flops_per_device``, ``mfu_wall_clock`` and ``mfu_fwd_bwd``. MFU is null,
+never guessed, where the device or precision is unknown.
+
+Options are the command line's, with ``_`` for ``-``: ``device``, ``dtype``, ``model_dtype``,
+``num_devices``, ``flops_per_token``, ``tokens_per_step``, ``seq_len``, ``time_unit``,
+``map={field: column}``, ``override``, ``peaks=[files]``, ``peak_flops``, ``model_config``, ``attention``,
+``recompute``, ``cumulative``, ``logged_peak_flops``, ``window``, ``metadata``, and for files ``shape``,
+``input_format``, ``rows``, ``skip_bad_rows``, ``max_memory``, ``jobs``. See ``docs/python.md``.
+
+Errors are Python exceptions with the command line's messages (``FileNotFoundError``, ``ValueError``,
+``TypeError`` for an unknown option); what the command line prints as a warning is an ``MfuWarning``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings as _warnings
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from . import _mfu
+
+__version__: str = _mfu.__version__
+__all__ = [
+    "MfuWarning",
+    "Enricher",
+    "peak_flops",
+    "lookup",
+    "enrich",
+    "enrich_batches",
+    "output_schema",
+    "read",
+    "summary",
+]
+
+Enricher = _mfu.Enricher
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class MfuWarning(UserWarning):
+    """Something mfu would print as a warning: an unknown device, non-numeric cells, null timings."""
+
+
+def _warn(messages: Sequence[str]) -> None:
+    for message in messages:
+        _warnings.warn(message, MfuWarning, stacklevel=3)
+
+
+def _stream(data: Any) -> Any:
+    """Any Arrow-like data as an object with ``__arrow_c_stream__``."""
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(data.schema, [data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return data
+    if hasattr(data, "__arrow_c_array__"):
+        batch = pa.record_batch(data)
+        return pa.RecordBatchReader.from_batches(batch.schema, [batch])
+    module = type(data).__module__.split(".")[0]
+    if module == "pandas":
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise TypeError(
+        f"expected Arrow data (a pyarrow Table, RecordBatch or RecordBatchReader, a polars DataFrame, "
+        f"a DuckDB relation) or a pandas DataFrame, not {type(data).__name__}"
+    )
+
+
+def _paths(paths: Union[PathLike, Iterable[PathLike]]) -> list:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def peak_flops(name: str, dtype: str, *, peaks: Optional[Sequence[PathLike]] = None) -> Optional[float]:
+    """The dense peak FLOP/s of one device (as a framework names it) for a precision, or None when the
+    device or the precision is unknown: what a trainer needs to log honest MFU as it runs.
+
+    >>> peak_flops("NVIDIA H100 80GB HBM3", "bf16")
+    989400000000000.0
+    """
+    return _mfu.peak_flops(name, dtype, _paths(peaks) if peaks else None)
+
+
+def lookup(name: str, dtype: Optional[str] = None, *, peaks: Optional[Sequence[PathLike]] = None) -> dict:
+    """Which table entry a device name resolves to, and why: the keys of ``mfu lookup --json`` (``name``,
+    ``dtype``, ``device``, ``peak_flops_per_device``, ``source``, ``documents``); without ``dtype``,
+    ``peaks`` maps every precision the device has to its FLOP/s."""
+    return _mfu.lookup(name, dtype, _paths(peaks) if peaks else None)
+
+
+def enrich(data: Any, *, strict: bool = False, **options: Any) -> pa.Table:
+    """Adds throughput and MFU columns to a table of training-log rows, as ``mfu enrich`` does to a file.
+
+    Every batch is enriched as one table, so running totals and rolling windows see every row. With
+    ``strict``, a row whose peak cannot be resolved raises ``ValueError``.
+    """
+    reader, messages = Enricher(options, strict).enrich_stream(_stream(data), "data")
+    _warn(messages)
+    return reader.read_all()
+
+
+def enrich_batches(
+    batches: Iterable[Any], *, strict: bool = False, **options: Any
+) -> Iterator[pa.RecordBatch]:
+    """Enriches each batch on its own, lazily: an iterator of RecordBatches in, one out. This is the shape
+    of Spark's ``mapInArrow`` function; use it for logs whose rows each carry what they need (no running
+    totals, no ``window``). Give Spark ``output_schema(schema, **options)`` as the schema."""
+    enricher = Enricher(options, strict)
+    for batch in batches:
+        reader, messages = enricher.enrich_each(_stream(batch), "batch")
+        _warn(messages)
+        yield from reader
+
+
+def output_schema(schema: pa.Schema, **options: Any) -> pa.Schema:
+    """The schema ``enrich`` and ``enrich_batches`` give for input of ``schema``."""
+    empty = pa.RecordBatchReader.from_batches(schema, [])
+    options.pop("strict", None)
+    return Enricher(options).output_schema(empty).schema
+
+
+def read(paths: Union[PathLike, Iterable[PathLike]], **options: Any) -> pa.Table:
+    """Reads files, folders (searched recursively), globs and run folders the way the command line does
+    (JSON Lines, CSV, Parquet, trainer logs, TensorBoard event files), enriched into one table; several
+    inputs are stacked by column name with a ``source_file`` column."""
+    reader, messages = _mfu.read(_paths(paths), options)
+    _warn(messages)
+    return reader.read_all()
+
+
+def summary(
+    data_or_paths: Any,
+    *,
+    by: Optional[Union[str, Sequence[str]]] = None,
+    skip_steps: int = 0,
+    **options: Any,
+) -> pa.Table:
+    """One row per run, the columns of ``mfu summary``: run MFU as total model FLOPs over total device
+    time, throughput, per-step percentiles and flags. ``data_or_paths`` is Arrow data (raw rows, or rows
+    ``enrich`` already enriched) or paths; ``by`` names the key columns (default: the run_id field, else
+    each input); the first ``skip_steps`` steps of each run are left out."""
+    keys = [by] if isinstance(by, str) else list(by or [])
+    if isinstance(data_or_paths, (str, os.PathLike)) or (
+        isinstance(data_or_paths, (list, tuple))
+        and all(isinstance(p, (str, os.PathLike)) for p in data_or_paths)
+    ):
+        reader, messages = _mfu.summary(
+            paths=_paths(data_or_paths), by=keys, skip_steps=skip_steps, options=options
+        )
+    else:
+        reader, messages = _mfu.summary(
+            data=_stream(data_or_paths), by=keys, skip_steps=skip_steps, options=options
+        )
+    _warn(messages)
+    return reader.read_all()

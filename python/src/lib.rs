@@ -1,0 +1,542 @@
+//! `mfu._mfu`: the Python binding, a thin layer over the `mfu` library.
+//!
+//! Tables cross as Arrow C streams (the PyCapsule interface: `__arrow_c_stream__` in, a
+//! `pyarrow.RecordBatchReader` out), so pyarrow, polars and DuckDB data arrive without a copy and the
+//! enriched columns leave without one. Options arrive as a dict of the command line's option names and are
+//! read into the library's own `Options`; every error becomes a Python exception with the library's
+//! message. The work runs with the GIL released. The friendly signatures live in `mfu/__init__.py`.
+
+use std::path::PathBuf;
+
+use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyList};
+
+use mfu::arrow_bridge::frame_to_record_batch;
+use mfu::enrich::{output_metadata, EnrichOptions};
+use mfu::flops::{Attention, Recompute};
+use mfu::peaks::{cited_in, Dtype, MatchOutcome, Resolver};
+use mfu::pipeline::arrow::{
+    enrich_record_batch_reporting, enrich_record_batches_whole, output_schema, BatchError,
+};
+use mfu::pipeline::summary::summarize_runs;
+use mfu::pipeline::{Options, PipelineError, Plan, Silent};
+use mfu::read::{InputError, ReadError};
+
+/// The option names `enrich`, `read` and `summary` accept (the command line's, with `_` for `-`).
+const OPTION_NAMES: &[&str] = &[
+    "device",
+    "dtype",
+    "model_dtype",
+    "num_devices",
+    "flops_per_token",
+    "tokens_per_step",
+    "seq_len",
+    "time_unit",
+    "map",
+    "override",
+    "peaks",
+    "peak_flops",
+    "model_config",
+    "attention",
+    "recompute",
+    "cumulative",
+    "logged_peak_flops",
+    "window",
+    "metadata",
+    "shape",
+    "input_format",
+    "rows",
+    "skip_bad_rows",
+    "max_memory",
+    "jobs",
+];
+
+/// A Python exception for a library error: missing files are `FileNotFoundError`, other I/O `OSError`,
+/// everything else (bad input, bad options) `ValueError`, each with the message the command line prints.
+fn py_error(e: PipelineError) -> PyErr {
+    let message = e.to_string();
+    match &e {
+        PipelineError::Inputs(InputError::Missing(_)) => PyFileNotFoundError::new_err(message),
+        PipelineError::Read(ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            PyFileNotFoundError::new_err(message)
+        }
+        PipelineError::Read(ReadError::Io { .. }) | PipelineError::Io { .. } => {
+            PyOSError::new_err(message)
+        }
+        _ => PyValueError::new_err(message),
+    }
+}
+
+fn batch_error(e: BatchError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// Reads one option value with `FromStr`, naming the option when it does not parse.
+fn parsed<T: std::str::FromStr>(name: &str, value: &Bound<PyAny>) -> PyResult<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let text: String = value.str()?.extract()?;
+    text.parse::<T>()
+        .map_err(|e| PyValueError::new_err(format!("{name}={text:?}: {e}")))
+}
+
+fn text(value: &Bound<PyAny>) -> PyResult<String> {
+    value.str()?.extract()
+}
+
+fn positive(name: &str, value: &Bound<PyAny>) -> PyResult<f64> {
+    let v: f64 = value
+        .extract()
+        .map_err(|_| PyTypeError::new_err(format!("{name} must be a number")))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{name}={v}: must be a positive number"
+        )))
+    }
+}
+
+/// The library's options from a dict of option names (unknown names are a `TypeError`).
+fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
+    let mut o = Options::default();
+    let Some(dict) = dict else { return Ok(o) };
+    for (key, value) in dict.iter() {
+        let key: String = key.extract()?;
+        if value.is_none() {
+            continue;
+        }
+        match key.as_str() {
+            "device" => {
+                o.device = Some(match value.extract::<Vec<String>>() {
+                    // One name per rank: the list form the resolver averages over.
+                    Ok(names) if !value.is_instance_of::<pyo3::types::PyString>() => {
+                        names.join(";")
+                    }
+                    _ => value.extract::<String>()?,
+                })
+            }
+            "dtype" => {
+                let d: String = value.str()?.extract()?;
+                if mfu::peaks::parse_precision(&d).is_none() {
+                    return Err(PyValueError::new_err(format!(
+                        "dtype={d:?}: unknown precision (fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4, no, or a spelling such as torch.bfloat16)"
+                    )));
+                }
+                o.dtype = Some(d);
+            }
+            "model_dtype" => o.model_dtype = Some(parsed::<Dtype>(&key, &value)?),
+            "num_devices" => o.num_devices = Some(positive(&key, &value)?),
+            "flops_per_token" => o.flops_per_token = Some(positive(&key, &value)?),
+            "tokens_per_step" => o.tokens_per_step = Some(positive(&key, &value)?),
+            "seq_len" => o.seq_len = Some(positive(&key, &value)?),
+            "peak_flops" => o.peak_flops = Some(positive(&key, &value)?),
+            "logged_peak_flops" => o.logged_peak_flops = Some(positive(&key, &value)?),
+            "time_unit" => o.time_unit = Some(parsed(&key, &value)?),
+            "map" => {
+                let map = value
+                    .cast::<PyDict>()
+                    .map_err(|_| PyTypeError::new_err("map must be a dict {field: column}"))?;
+                for (field, column) in map.iter() {
+                    let column: String = column.extract()?;
+                    o.map.push((parsed(&key, &field)?, column));
+                }
+            }
+            "override" => o.override_columns = value.is_truthy()?,
+            "skip_bad_rows" => o.skip_bad_rows = value.is_truthy()?,
+            "peaks" => {
+                o.peaks = if value.is_instance_of::<pyo3::types::PyString>() {
+                    vec![value.extract::<PathBuf>()?]
+                } else {
+                    value.extract::<Vec<PathBuf>>()?
+                }
+            }
+            "model_config" => o.model_config = Some(value.extract::<PathBuf>()?),
+            "metadata" => o.metadata = Some(value.extract::<PathBuf>()?),
+            "attention" => {
+                o.attention = match text(&value)?.as_str() {
+                    "full" => Attention::Full,
+                    "causal" => Attention::Causal,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "attention={other:?}: expected 'full' or 'causal'"
+                        )))
+                    }
+                }
+            }
+            "recompute" => {
+                o.recompute = match text(&value)?.as_str() {
+                    "none" => Recompute::None,
+                    "full" => Recompute::Full,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "recompute={other:?}: expected 'none' or 'full'"
+                        )))
+                    }
+                }
+            }
+            "cumulative" => {
+                let fields: Vec<String> = if value.is_instance_of::<pyo3::types::PyString>() {
+                    vec![value.extract()?]
+                } else {
+                    value.extract()?
+                };
+                for f in fields {
+                    o.cumulative
+                        .push(f.parse().map_err(|e| {
+                            PyValueError::new_err(format!("cumulative={f:?}: {e}"))
+                        })?);
+                }
+            }
+            "window" => {
+                let n: usize = value.extract()?;
+                if n == 0 {
+                    return Err(PyValueError::new_err("window must be at least 1"));
+                }
+                o.window = Some(n);
+            }
+            "shape" => o.shape = Some(parsed(&key, &value)?),
+            "rows" => o.rows = parsed(&key, &value)?,
+            "input_format" => {
+                o.input_format = Some(match text(&value)?.as_str() {
+                    "jsonl" => mfu::read::InputFormat::Jsonl,
+                    "csv" => mfu::read::InputFormat::Csv,
+                    "tsv" => mfu::read::InputFormat::Tsv,
+                    "parquet" => mfu::read::InputFormat::Parquet,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "input_format={other:?}: expected jsonl, csv, tsv or parquet"
+                        )))
+                    }
+                })
+            }
+            "max_memory" => {
+                o.max_memory = Some(if let Ok(bytes) = value.extract::<u64>() {
+                    bytes
+                } else {
+                    let text: String = value.extract()?;
+                    mfu::read::memory::parse_size(&text)
+                        .map_err(|e| PyValueError::new_err(format!("max_memory={text:?}: {e}")))?
+                })
+            }
+            "jobs" => o.jobs = Some(value.extract()?),
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unknown option '{other}'; options are: {}",
+                    OPTION_NAMES.join(", ")
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Everything of a Python stream (`__arrow_c_stream__`), as batches and their schema.
+fn import_stream(obj: &Bound<PyAny>) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
+    let capsule = obj.call_method0("__arrow_c_stream__").map_err(|_| {
+        PyTypeError::new_err(
+            "expected Arrow data (an object with __arrow_c_stream__: a pyarrow Table or RecordBatchReader, a polars DataFrame, a DuckDB relation)",
+        )
+    })?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let pointer = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+    // SAFETY: the capsule holds an ArrowArrayStream (checked by its name); from_raw moves the stream out
+    // and marks the capsule's copy released, so the capsule's destructor does not release it again.
+    let stream =
+        unsafe { FFI_ArrowArrayStream::from_raw(pointer.as_ptr() as *mut FFI_ArrowArrayStream) };
+    let reader = RecordBatchStreamReader::try_new(stream)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((schema, batches))
+}
+
+/// A `pyarrow.RecordBatchReader` over `batches`, handed over without a copy.
+fn export_batches<'py>(
+    py: Python<'py>,
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(
+        batches.into_iter().map(Ok),
+        schema,
+    ));
+    let mut stream = FFI_ArrowArrayStream::new(reader);
+    // pyarrow moves the stream out of `stream` (leaving it released), so dropping it afterwards is a no-op.
+    py.import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("_import_from_c", (&raw mut stream as usize,))
+}
+
+/// The dense peak FLOP/s of one device for a precision, or None when either is unknown.
+#[pyfunction]
+#[pyo3(signature = (name, dtype, peaks=None))]
+fn peak_flops(name: &str, dtype: &str, peaks: Option<Vec<PathBuf>>) -> PyResult<Option<f64>> {
+    let resolver = resolver(peaks)?;
+    Ok(resolver.resolve(Some(name), Some(dtype)).peak)
+}
+
+fn resolver(peaks: Option<Vec<PathBuf>>) -> PyResult<Resolver> {
+    let options = Options {
+        peaks: peaks.unwrap_or_default(),
+        ..Options::default()
+    };
+    options.resolver().map_err(py_error)
+}
+
+/// What `mfu lookup --json` says of one name: name, dtype, device, peak_flops_per_device, source and
+/// documents; with no dtype, `peaks` maps every precision with a rate to its FLOP/s.
+#[pyfunction]
+#[pyo3(signature = (name, dtype=None, peaks=None))]
+fn lookup<'py>(
+    py: Python<'py>,
+    name: &str,
+    dtype: Option<&str>,
+    peaks: Option<Vec<PathBuf>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let resolver = resolver(peaks)?;
+    let dtype = dtype
+        .map(|d| {
+            d.parse::<Dtype>()
+                .map_err(|e| PyValueError::new_err(format!("dtype={d:?}: {e}")))
+        })
+        .transpose()?;
+    let entry = match resolver.matcher().find(name) {
+        MatchOutcome::Found(f) => Some(&resolver.table().entries()[f.entry]),
+        MatchOutcome::NotFound(_) => None,
+    };
+    let out = PyDict::new(py);
+    out.set_item("name", name)?;
+    out.set_item("dtype", dtype.map(|d| d.as_str()))?;
+    out.set_item("device", entry.map(|e| e.name.as_str()))?;
+    out.set_item(
+        "peak_flops_per_device",
+        dtype.and_then(|d| entry.and_then(|e| e.peak(d))),
+    )?;
+    out.set_item("source", entry.map(|e| e.source.as_str()))?;
+    let documents = PyList::empty(py);
+    for doc in entry.map(|e| cited_in(&e.source)).unwrap_or_default() {
+        let d = PyDict::new(py);
+        d.set_item("key", &doc.key)?;
+        d.set_item("what", &doc.what)?;
+        d.set_item("where", &doc.location)?;
+        documents.append(d)?;
+    }
+    out.set_item("documents", documents)?;
+    if dtype.is_none() {
+        let all = PyDict::new(py);
+        if let Some(e) = entry {
+            for d in Dtype::ALL {
+                if let Some(p) = e.peak(d) {
+                    all.set_item(d.as_str(), p)?;
+                }
+            }
+        }
+        out.set_item("peaks", all)?;
+    }
+    Ok(out)
+}
+
+/// Enrichment with one set of options, built once (the peak table parsed once) and used for many
+/// batches: what `enrich`, `enrich_batches` and `output_schema` run on.
+#[pyclass(frozen)]
+struct Enricher {
+    options: EnrichOptions,
+    strict: bool,
+}
+
+#[pymethods]
+impl Enricher {
+    #[new]
+    #[pyo3(signature = (options=None, strict=false))]
+    fn new(options: Option<&Bound<PyDict>>, strict: bool) -> PyResult<Enricher> {
+        let options = options_from(options)?.enrich_options().map_err(py_error)?;
+        Ok(Enricher { options, strict })
+    }
+
+    /// Every batch of the stream enriched as one table; gives (a RecordBatchReader, warnings).
+    fn enrich_stream<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        label: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+        let (schema, batches) = import_stream(data)?;
+        let enriched = py
+            .detach(|| enrich_record_batches_whole(schema, &batches, &self.options, label))
+            .map_err(batch_error)?;
+        self.check_strict(&enriched.stats, label)?;
+        let schema = enriched.batch.schema();
+        Ok((
+            export_batches(py, schema, vec![enriched.batch])?,
+            enriched.warnings,
+        ))
+    }
+
+    /// Each batch of the stream enriched on its own (Spark's mapInArrow); gives (a RecordBatchReader,
+    /// warnings).
+    fn enrich_each<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        label: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+        let (schema, batches) = import_stream(data)?;
+        let (out_schema, out, warnings) = py.detach(|| -> Result<_, PyErr> {
+            let mut out = Vec::with_capacity(batches.len());
+            let mut warnings = Vec::new();
+            for batch in &batches {
+                let e = enrich_record_batch_reporting(batch, &self.options, label)
+                    .map_err(batch_error)?;
+                self.check_strict(&e.stats, label)?;
+                warnings.extend(e.warnings);
+                out.push(e.batch);
+            }
+            let out_schema = match out.first() {
+                Some(b) => b.schema(),
+                None => output_schema(schema, &self.options).map_err(batch_error)?,
+            };
+            Ok((out_schema, out, warnings))
+        })?;
+        Ok((export_batches(py, out_schema, out)?, warnings))
+    }
+
+    /// The schema enrichment gives a stream of this one (as an empty RecordBatchReader).
+    fn output_schema<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (schema, _) = import_stream(data)?;
+        let out = output_schema(schema, &self.options).map_err(batch_error)?;
+        export_batches(py, out, Vec::new())
+    }
+}
+
+impl Enricher {
+    fn check_strict(&self, stats: &mfu::compute::ComputeStats, label: &str) -> PyResult<()> {
+        match stats.unresolved.first() {
+            Some((why, rows)) if self.strict => Err(PyValueError::new_err(format!(
+                "{label}: strict: {why} for {rows} rows"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Files, folders and run folders read and enriched as one table, as `mfu enrich -o` writes it; gives (a
+/// RecordBatchReader, warnings).
+#[pyfunction]
+#[pyo3(signature = (paths, options=None))]
+fn read<'py>(
+    py: Python<'py>,
+    paths: Vec<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+    let mut options = options_from(options)?;
+    options.inputs = paths;
+    let (batch, warnings) = py
+        .detach(|| -> Result<_, PipelineError> {
+            let plan = Plan::new(&options)?;
+            let (frame, warnings) = plan.read_all(&Silent)?;
+            let metadata = output_metadata(&plan.options).into_iter().collect();
+            let batch = frame_to_record_batch(&frame, metadata)
+                .map_err(|e| PipelineError::Output(e.to_string()))?;
+            Ok((batch, warnings))
+        })
+        .map_err(py_error)?;
+    let schema = batch.schema();
+    Ok((export_batches(py, schema, vec![batch])?, warnings))
+}
+
+/// One row per run over files (`paths`) or Arrow data (`data`, enriched first or taken as enriched);
+/// gives (a RecordBatchReader, warnings).
+#[pyfunction]
+#[pyo3(signature = (paths=None, data=None, by=Vec::new(), skip_steps=0, options=None))]
+fn summary<'py>(
+    py: Python<'py>,
+    paths: Option<Vec<String>>,
+    data: Option<&Bound<'py, PyAny>>,
+    by: Vec<String>,
+    skip_steps: u64,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+    let options = options_from(options)?;
+    let imported = data.map(import_stream).transpose()?;
+    let (batch, warnings) = py
+        .detach(|| -> Result<_, PipelineError> {
+            let mut loaded = Vec::new();
+            let mut warnings = Vec::new();
+            match (paths, imported) {
+                (Some(paths), None) => {
+                    let mut options = options;
+                    options.inputs = paths;
+                    let plan = Plan::new(&options)?;
+                    for (input, l) in plan.inputs.iter().zip(plan.load_all(true, &Silent)?) {
+                        let l = l?;
+                        warnings.extend(l.warnings.iter().cloned());
+                        loaded.push((input.display.clone(), l));
+                    }
+                }
+                (None, Some((schema, batches))) => {
+                    let enrich = options.enrich_options()?;
+                    let one = arrow::compute::concat_batches(&schema, &batches)
+                        .map_err(|e| PipelineError::Output(e.to_string()))?;
+                    let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
+                        .map_err(|e| PipelineError::Output(e.to_string()))?;
+                    let enriched = if mfu::enrich::is_enriched(&frame) {
+                        mfu::enrich::reuse_enriched(frame, &enrich)
+                    } else {
+                        mfu::enrich::enrich_frame(frame, &enrich)
+                    }
+                    .map_err(|error| PipelineError::Enrich {
+                        input: "data".into(),
+                        error,
+                    })?;
+                    loaded.push((
+                        "data".to_string(),
+                        mfu::pipeline::Loaded {
+                            enriched,
+                            held: mfu::read::Held::none(),
+                            rejects: Vec::new(),
+                            warnings: Vec::new(),
+                        },
+                    ));
+                }
+                _ => {
+                    return Err(PipelineError::Output(
+                        "summary takes either paths or data".into(),
+                    ))
+                }
+            }
+            let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64)?;
+            let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
+            let batch = frame_to_record_batch(&frame, Default::default())
+                .map_err(|e| PipelineError::Output(e.to_string()))?;
+            Ok((batch, warnings))
+        })
+        .map_err(py_error)?;
+    let schema = batch.schema();
+    Ok((export_batches(py, schema, vec![batch])?, warnings))
+}
+
+#[pymodule]
+fn _mfu(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(peak_flops, m)?)?;
+    m.add_function(wrap_pyfunction!(lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(summary, m)?)?;
+    m.add_class::<Enricher>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("OPTION_NAMES", OPTION_NAMES.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,185 @@
+"""The Python API against the command line on the same inputs, and its behaviour as a Python library."""
+
+import json
+import math
+import threading
+
+import pyarrow as pa
+import pyarrow.json as pajson
+import pytest
+
+import mfu
+from conftest import FIXTURES
+
+ADDED = [
+    "resolved_device",
+    "peak_flops_per_device",
+    "tokens_per_second",
+    "achieved_flops_per_device",
+    "mfu_wall_clock",
+    "mfu_fwd_bwd",
+]
+
+
+def same_values(a: pa.Array, b: pa.Array) -> bool:
+    """Equal value for value, floats bit for bit (NaN equal to NaN), nulls in the same places."""
+    left, right = a.to_pylist(), b.to_pylist()
+    if len(left) != len(right):
+        return False
+    for x, y in zip(left, right):
+        if isinstance(x, float) and isinstance(y, float):
+            if not (x == y or (math.isnan(x) and math.isnan(y))):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def runs_table() -> pa.Table:
+    return pajson.read_json(FIXTURES / "runs.jsonl")
+
+
+def test_peak_flops_is_the_dense_peak_or_none():
+    assert mfu.peak_flops("NVIDIA H100 80GB HBM3", "bf16") == 989.4e12
+    assert mfu.peak_flops("NVIDIA A100-SXM4-80GB", "torch.bfloat16") == 312e12
+    assert mfu.peak_flops("Tesla T4", "bf16") is None  # no bf16 in hardware
+    assert mfu.peak_flops("NVIDIA RTX A1000", "bf16") is None  # not an A100
+    assert mfu.peak_flops("Acme X9", "bf16") is None
+
+
+def test_lookup_has_the_keys_and_values_of_the_cli(mfu_cli):
+    name = "NVIDIA H100 80GB HBM3"
+    ours = mfu.lookup(name, "bf16")
+    cli = json.loads(mfu_cli("lookup", "--json", "--dtype", "bf16", name).stdout)
+    assert ours == cli
+    every = mfu.lookup(name)
+    assert every["dtype"] is None and every["peak_flops_per_device"] is None
+    assert every["peaks"]["bf16"] == 989.4e12 and every["peaks"]["fp8"] == 1978.9e12
+    assert mfu.lookup("Acme X9", "bf16")["device"] is None
+
+
+def test_enrich_adds_the_columns_the_cli_adds_bit_for_bit(cli_enriched):
+    data = runs_table()
+    with pytest.warns(mfu.MfuWarning, match="unknown device 'Acme Tensor Engine X9'"):
+        out = mfu.enrich(data)
+    assert out.column_names == data.column_names + ADDED
+    for i, name in enumerate(data.column_names):
+        assert out.column(i).equals(data.column(i)), name  # the caller's columns untouched
+    for name in ADDED:
+        assert same_values(out.column(name), cli_enriched.column(name)), name
+
+
+def test_every_kind_of_arrow_data_gives_the_same_table():
+    import duckdb
+    import pandas
+    import polars
+
+    data = runs_table()
+    with pytest.warns(mfu.MfuWarning):
+        want = mfu.enrich(data)
+        from_batches = mfu.enrich(pa.RecordBatchReader.from_batches(data.schema, data.to_batches(4)))
+        from_batch = mfu.enrich(data.combine_chunks().to_batches()[0])
+        from_pandas = mfu.enrich(data.to_pandas())
+        from_polars = mfu.enrich(polars.from_arrow(data))
+        relation = duckdb.arrow(data)
+        from_duckdb = mfu.enrich(relation)
+    for got in (from_batches, from_batch, from_pandas, from_polars, from_duckdb):
+        for name in ADDED:
+            assert same_values(got.column(name), want.column(name)), name
+    assert isinstance(pandas.DataFrame, type)
+
+
+def test_enrich_batches_enriches_each_batch_lazily_and_matches_output_schema():
+    data = runs_table()
+    batches = data.to_batches(max_chunksize=4)
+    schema = mfu.output_schema(data.schema)
+    with pytest.warns(mfu.MfuWarning):
+        outs = list(mfu.enrich_batches(iter(batches)))
+    assert [b.num_rows for b in outs] == [b.num_rows for b in batches]
+    assert all(b.schema.equals(schema) for b in outs)
+    with pytest.warns(mfu.MfuWarning):
+        whole = mfu.enrich(data)
+    stacked = pa.Table.from_batches(outs)
+    for name in ADDED:
+        assert same_values(stacked.column(name), whole.column(name)), name
+
+
+def test_options_mirror_the_cli(mfu_cli, tmp_path):
+    data = runs_table().drop_columns(["device_name"])
+    out = mfu.enrich(data, device="NVIDIA A100-SXM4-80GB", map={"num_devices": "world_size"})
+    assert set(out.column("resolved_device").to_pylist()) == {"A100 SXM4"}
+    cli_out = tmp_path / "cli.parquet"
+    source = tmp_path / "in.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(data, source)
+    mfu_cli(
+        "enrich", str(source), "-o", str(cli_out), "--quiet",
+        "--device", "NVIDIA A100-SXM4-80GB", "--map", "num_devices=world_size",
+    )
+    cli = pq.read_table(cli_out)
+    for name in ADDED:
+        assert same_values(out.column(name), cli.column(name)), name
+    forced = mfu.enrich(data, device="Acme X9", peak_flops=1e15)
+    assert set(forced.column("peak_flops_per_device").to_pylist()) == {1e15}
+
+
+def test_errors_are_python_exceptions_with_the_cli_messages(tmp_path):
+    with pytest.raises(TypeError, match="unknown option 'devcie'"):
+        mfu.enrich(runs_table(), devcie="H100")
+    with pytest.raises(ValueError, match="dtype=\"bf17\""):
+        mfu.enrich(runs_table(), dtype="bf17")
+    with pytest.raises(FileNotFoundError, match="nowhere.jsonl: no such file"):
+        mfu.read(tmp_path / "nowhere.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"step": 1, "step_time": 0.5}\n{not json\n')
+    with pytest.raises(ValueError, match="bad.jsonl.*line 2"):
+        mfu.read(bad)
+    with pytest.raises(ValueError, match="strict"):
+        mfu.enrich(runs_table(), strict=True)
+    with pytest.raises(TypeError, match="expected Arrow data"):
+        mfu.enrich(42)
+
+
+def test_read_gives_what_the_cli_writes(cli_enriched):
+    with pytest.warns(mfu.MfuWarning):
+        table = mfu.read(FIXTURES / "runs.jsonl")
+    assert table.column_names == cli_enriched.column_names
+    for name in table.column_names:
+        assert same_values(table.column(name), cli_enriched.column(name)), name
+
+
+def test_summary_of_paths_and_of_data_match_the_cli(mfu_cli):
+    cli = mfu_cli("summary", str(FIXTURES / "runs.jsonl"), "--format", "json").stdout
+    want = json.loads(cli)
+    # As `mfu summary`, an unknown device is a flag of its run, not a warning.
+    from_paths = mfu.summary(FIXTURES / "runs.jsonl")
+    from_data = mfu.summary(runs_table())
+    with pytest.warns(mfu.MfuWarning):
+        enriched = mfu.enrich(runs_table())
+    from_enriched = mfu.summary(enriched)
+    assert "unknown device" in from_paths.column("flags").to_pylist()[2]
+    for table in (from_paths, from_data, from_enriched):
+        rows = table.to_pylist()
+        assert [r["run_id"] for r in rows] == [r["run_id"] for r in want]
+        for got, expected in zip(rows, want):
+            for key in ("mfu_wall_clock", "tokens_per_second", "steps", "num_devices"):
+                assert got[key] == expected[key], (key, got[key], expected[key])
+
+
+def test_calls_from_several_threads_agree():
+    # The work runs with the GIL released: calls from threads run side by side and must not disturb
+    # each other. (A forced peak keeps these calls free of warnings, which pytest cannot catch per thread.)
+    data = runs_table()
+    results = []
+
+    def work():
+        results.append(mfu.enrich(data, peak_flops=1e15))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+    assert all(r.equals(results[0]) for r in results)
