@@ -449,11 +449,26 @@ fn read<'py>(
             let plan = Plan::new(&options)?;
             let (frame, warnings) = plan.read_all(&Silent)?;
             let metadata = output_metadata(&plan.options).into_iter().collect();
-            let batch = frame_to_record_batch(&frame, metadata)
-                .map_err(|e| PipelineError::Output(e.to_string()))?;
-            Ok((batch, warnings))
+            Ok((frame_batch(&frame, metadata)?, warnings))
         })
         .map_err(py_error)?;
+    table_out(py, batch, warnings)
+}
+
+/// A finished frame as one record batch, `metadata` on its schema.
+fn frame_batch(
+    frame: &polars::prelude::DataFrame,
+    metadata: std::collections::HashMap<String, String>,
+) -> Result<RecordBatch, PipelineError> {
+    frame_to_record_batch(frame, metadata).map_err(|e| PipelineError::Output(e.to_string()))
+}
+
+/// What `read` and `summary` give Python: (a RecordBatchReader over `batch`, warnings).
+fn table_out<'py>(
+    py: Python<'py>,
+    batch: RecordBatch,
+    warnings: Vec<String>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
     let schema = batch.schema();
     Ok((export_batches(py, schema, vec![batch])?, warnings))
 }
@@ -520,13 +535,10 @@ fn summary<'py>(
             }
             let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64)?;
             let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-            let batch = frame_to_record_batch(&frame, Default::default())
-                .map_err(|e| PipelineError::Output(e.to_string()))?;
-            Ok((batch, warnings))
+            Ok((frame_batch(&frame, Default::default())?, warnings))
         })
         .map_err(py_error)?;
-    let schema = batch.schema();
-    Ok((export_batches(py, schema, vec![batch])?, warnings))
+    table_out(py, batch, warnings)
 }
 
 #[pymodule]
