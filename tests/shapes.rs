@@ -706,3 +706,82 @@ fn real_wandb_metadata_supplies_the_device() {
         8192.0 * 1e10 / 2.0 / 312e12
     ));
 }
+
+#[test]
+fn mlflow_file_store_one_run_per_folder() {
+    // fixtures/mlflow/mlruns, written by MLflow's own client (fixtures/mlflow/make_fixtures.py).
+    let store = fixtures().join("mlflow/mlruns");
+    let args = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--dtype",
+        "bf16",
+        "--flops-per-token",
+        "1e10",
+        // The gpt run logs no device count; the llama run's own (8) is the same.
+        "--num-devices",
+        "8",
+        "--override",
+        "-v",
+    ];
+    let (rows, err) = enrich(&store, &args[..]);
+    assert!(err.contains("mlflow log, 5 rows"), "{err}");
+    assert!(err.contains("mlflow log, 4 rows"), "{err}");
+    assert!(err.contains("4 metric(s) over 5 step(s)"), "{err}");
+    let llama: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_name"] == "llama-h100")
+        .collect();
+    let gpt: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_name"] == "gpt-a100")
+        .collect();
+    assert_eq!((llama.len(), gpt.len()), (5, 4));
+    // Metric keys as columns, the nested one with its '/', steps in order, the timestamp in seconds.
+    assert_eq!(llama[1]["step"], "2");
+    assert_eq!(llama[1]["wall_time"], "1760000006.0");
+    assert!(close(num(llama[1], "train/loss"), 3.0));
+    assert_eq!(llama[0]["run_id"].len(), 32);
+    assert_eq!(llama[0]["experiment_id"], gpt[0]["experiment_id"]);
+    // The llama run logs its step time: 131072 tokens in 2.92 s at step 2.
+    assert!(close(num(llama[1], "tokens_per_second"), 131072.0 / 2.92));
+    assert!(close(num(llama[1], "mfu_wall_clock"), mfu(131072.0, 2.92)));
+    // The gpt run logs none: metric timestamps 5 s apart give it; the first step has no step before it.
+    assert_eq!(num(gpt[0], "tokens_per_second"), None);
+    assert!(close(num(gpt[2], "tokens_per_second"), 65536.0 / 5.0));
+}
+
+#[test]
+fn mlflow_damaged_metric_lines_are_counted_and_a_run_without_metrics_is_an_error() {
+    let wd = Workdir::new("shapes_mlflow_damaged");
+    let run = wd.path("mlruns/0/abc");
+    std::fs::create_dir_all(run.join("metrics/train")).unwrap();
+    wd.create("mlruns/0/meta.yaml", "experiment_id: '0'\nname: Default\n");
+    wd.create(
+        "mlruns/0/abc/meta.yaml",
+        "run_id: abc\nrun_name: tiny\nexperiment_id: '0'\n",
+    );
+    wd.create(
+        "mlruns/0/abc/metrics/train/step_time",
+        "1000 2.0 1\ngarbage\n2000 2.0 2\n",
+    );
+    wd.create("mlruns/0/abc/metrics/tokens", "1000 100 1\n2000 100 2\n");
+    let (rows, err) = enrich(&wd.path("mlruns"), &RUN);
+    assert_eq!(rows.len(), 2);
+    assert!(
+        err.contains("1 metric line(s) not 'timestamp value step' skipped, the first at metrics/train/step_time line 2"),
+        "{err}"
+    );
+    std::fs::create_dir_all(wd.path("mlruns/0/empty/metrics")).unwrap();
+    wd.create("mlruns/0/empty/meta.yaml", "run_id: empty\n");
+    wd.mfu()
+        .arg("enrich")
+        .arg(wd.path("mlruns"))
+        .args(["-o", "-"])
+        .args(RUN)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "not a valid mlflow log: the run logged no metric values",
+        ));
+}

@@ -100,6 +100,25 @@ pub fn group_event_files(inputs: Vec<Input>) -> Vec<Input> {
     out
 }
 
+/// Whether this input is an MLflow run folder (standing as its `meta.yaml`).
+pub fn is_mlflow_input(input: &Input) -> bool {
+    input.path.as_deref().is_some_and(|p| {
+        p.file_name().is_some_and(|n| n == "meta.yaml")
+            && p.parent().is_some_and(super::shapes::mlflow::is_run_folder)
+    })
+}
+
+/// An input for a found file: an MLflow run's `meta.yaml` is shown as its run folder.
+fn found(path: PathBuf, relative: PathBuf) -> Input {
+    let mut input = Input::file(path, relative);
+    if is_mlflow_input(&input) {
+        if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
+            input.display = folder.display().to_string();
+        }
+    }
+    input
+}
+
 /// Whether this input is a folder's TensorBoard event files.
 pub fn is_event_input(input: &Input) -> bool {
     input
@@ -146,7 +165,7 @@ pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json and TensorBoard's events.out.tfevents.*)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.* and MLflow run folders)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -177,13 +196,13 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
         }
         let path = Path::new(arg);
         if path.is_dir() {
-            let found = walk_folder(path)?;
-            if found.is_empty() {
+            let files = walk_folder(path)?;
+            if files.is_empty() {
                 return Err(InputError::EmptyFolder(arg.clone()));
             }
-            for f in found {
+            for f in files {
                 let relative = f.strip_prefix(path).unwrap_or(&f).to_path_buf();
-                inputs.push(Input::file(f, relative));
+                inputs.push(self::found(f, relative));
             }
         } else if path.exists() {
             let name = path
@@ -204,7 +223,7 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
                 if m.is_dir() {
                     for f in walk_folder(&m)? {
                         let relative = f.strip_prefix(&base).unwrap_or(&f).to_path_buf();
-                        inputs.push(Input::file(f, relative));
+                        inputs.push(found(f, relative));
                         any = true;
                     }
                 } else {
@@ -238,11 +257,16 @@ fn literal_prefix(pattern: &str) -> PathBuf {
     base
 }
 
-/// Every file with a known log extension under `folder`, sorted by path.
+/// Every file with a known log extension under `folder`, sorted by path. An MLflow run folder is one
+/// input (its `meta.yaml`), not searched further (its artifacts are not logs).
 fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
     let mut found = Vec::new();
     let mut stack = vec![folder.to_path_buf()];
     while let Some(dir) = stack.pop() {
+        if super::shapes::mlflow::is_run_folder(&dir) {
+            found.push(dir.join("meta.yaml"));
+            continue;
+        }
         let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Unlistable {
             path: dir.display().to_string(),
             message: e.to_string(),

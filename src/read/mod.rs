@@ -30,7 +30,8 @@ use polars::prelude::DataFrame;
 
 pub use compression::Compression;
 pub use inputs::{
-    expand_inputs, group_event_files, group_tensorboard_tags, is_event_input, Input, InputError,
+    expand_inputs, group_event_files, group_tensorboard_tags, is_event_input, is_mlflow_input,
+    Input, InputError,
 };
 pub use jsonl::Reject;
 pub use memory::{Held, MemoryBudget};
@@ -322,6 +323,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
         return read_event_files(input, budget);
     }
+    if is_mlflow_input(input) || options.shape == Some(Shape::Mlflow) {
+        return read_mlflow_run(input, budget);
+    }
     let (bytes, mut held) = load_bytes(input, budget)?;
     let mut total_bytes = bytes.len() as u64;
     if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
@@ -409,6 +413,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
         // Event files are read by their folder, before any of this (see read_event_files).
         Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
+        Shape::Mlflow => {
+            Err("MLflow runs are read by run folder (mlruns/<experiment>/<run>/)".into())
+        }
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
@@ -437,6 +444,98 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         torn: None,
         rejects: Vec::new(),
         bytes: total_bytes,
+        held,
+    })
+}
+
+/// One MLflow run folder (the input stands as its `meta.yaml`): its metric files in key order, with
+/// `run_id`, `run_name` (the `mlflow.runName` tag, else meta.yaml's run_name) and `experiment_id`.
+fn read_mlflow_run(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<ReadOutcome, ReadError> {
+    let shape_error = |message: String| ReadError::Shape {
+        input: input.display.clone(),
+        shape: Shape::Mlflow,
+        message,
+    };
+    let io_error = |source: std::io::Error| ReadError::Io {
+        input: input.display.clone(),
+        source,
+    };
+    let meta_path = input
+        .path
+        .clone()
+        .ok_or_else(|| shape_error("standard input is not a run folder".into()))?;
+    let folder = match meta_path.file_name() {
+        Some(n) if n == "meta.yaml" => meta_path.parent().map(Path::to_path_buf),
+        _ => Some(meta_path.clone()), // --shape mlflow given the folder's own path
+    }
+    .unwrap_or_default();
+    if !shapes::mlflow::is_run_folder(&folder) {
+        return Err(shape_error(
+            "not an MLflow run folder (meta.yaml and metrics/)".into(),
+        ));
+    }
+    let meta = shapes::mlflow::flat_yaml(
+        &std::fs::read_to_string(folder.join("meta.yaml")).map_err(io_error)?,
+    );
+    let tag = |name: &str| {
+        std::fs::read_to_string(folder.join("tags").join(name))
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let info = shapes::mlflow::RunInfo {
+        run_id: meta
+            .get("run_id")
+            .or_else(|| meta.get("run_uuid"))
+            .cloned()
+            .or_else(|| folder.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default(),
+        run_name: tag("mlflow.runName").or_else(|| meta.get("run_name").cloned()),
+        experiment_id: meta.get("experiment_id").cloned(),
+    };
+    // Metric files, keys in path order ('/' for nested folders).
+    let metrics_dir = folder.join("metrics");
+    let mut paths = Vec::new();
+    let mut stack = vec![metrics_dir.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io_error)? {
+            let p = entry.map_err(io_error)?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    let mut held = Held::none();
+    let mut total = 0u64;
+    let mut metrics = Vec::with_capacity(paths.len());
+    for path in paths {
+        let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
+        total += bytes.len() as u64;
+        held.absorb(more);
+        let key = path
+            .strip_prefix(&metrics_dir)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        metrics.push(shapes::mlflow::MetricFile { key, bytes });
+    }
+    let (frame, notes, warnings) = shapes::mlflow::read(&metrics, &info).map_err(shape_error)?;
+    Ok(ReadOutcome {
+        frame,
+        shape: Shape::Mlflow,
+        notes,
+        warnings,
+        torn: None,
+        rejects: Vec::new(),
+        bytes: total,
         held,
     })
 }

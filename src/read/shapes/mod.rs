@@ -9,6 +9,7 @@ pub mod lightning;
 pub mod llamafactory;
 pub mod megatron;
 pub mod megatron_log;
+pub mod mlflow;
 pub mod ms_swift;
 pub mod tensorboard;
 pub mod text;
@@ -46,10 +47,12 @@ pub enum Shape {
     MsSwift,
     /// TensorBoard event files (`events.out.tfevents.*`) of one run folder.
     TensorBoardEvents,
+    /// An MLflow file-store run folder (`mlruns/<experiment>/<run>/metrics/...`).
+    Mlflow,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 12] = [
+    pub const ALL: [Shape; 13] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -62,6 +65,7 @@ impl Shape {
         Shape::MegatronLog,
         Shape::MsSwift,
         Shape::TensorBoardEvents,
+        Shape::Mlflow,
     ];
 
     pub fn name(self) -> &'static str {
@@ -78,6 +82,7 @@ impl Shape {
             Shape::MegatronLog => "megatron-log",
             Shape::MsSwift => "ms-swift",
             Shape::TensorBoardEvents => "tensorboard-events",
+            Shape::Mlflow => "mlflow",
         }
     }
 
