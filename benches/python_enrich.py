@@ -6,6 +6,8 @@ alternating, K rounds each:
   mfu      mfu.enrich(table)                    pyarrow in, pyarrow out, no pandas anywhere
   pandas   the enrichment a user writes in pandas, from a pandas DataFrame already in memory: peaks
            resolved once per distinct (device_name, dtype) with word-bounded regexes, then the columns
+  pandas+  the same starting from the pyarrow table and ending in one, as mfu does: to_pandas(), the
+           enrichment, pa.Table.from_pandas() (the round trip mfu does not need)
 and reports the median of each and their ratio, plus rows per second per core for mfu in this process
 (`jobs` threads) and, with --spark, through Spark local[2] mapInArrow over the same rows.
 
@@ -112,18 +114,22 @@ def main():
         )
         table = pq.read_table(path)
         frame = table.to_pandas()
-        runs = {"mfu": [], "pandas": []}
+        runs = {"mfu": [], "pandas": [], "pandas+": []}
         for _ in range(args.rounds):
             t, enriched = timed(lambda: mfu.enrich(table))
             runs["mfu"].append(t)
             t, _ = timed(lambda: pandas_enrich(frame))
             runs["pandas"].append(t)
+            t, _ = timed(
+                lambda: pa.Table.from_pandas(pandas_enrich(table.to_pandas()), preserve_index=False)
+            )
+            runs["pandas+"].append(t)
         mid = {k: statistics.median(v) for k, v in runs.items()}
         cores = os.cpu_count() or 1
         print(f"rows: {table.num_rows}, columns in: {table.num_columns}, out: {enriched.num_columns}")
         for k, v in mid.items():
             print(f"{k:>8}: median {v:.3f}s of {args.rounds} ({table.num_rows / v / 1e6:.1f} M rows/s)")
-        print(f"   ratio: pandas / mfu = {mid['pandas'] / mid['mfu']:.1f}x")
+        print(f"   ratio: pandas / mfu = {mid['pandas'] / mid['mfu']:.1f}x, pandas+ / mfu = {mid['pandas+'] / mid['mfu']:.1f}x")
         print(f"mfu, one process: {table.num_rows / mid['mfu'] / cores / 1e6:.2f} M rows/s per core ({cores} cores)")
         if args.spark:
             rate = spark_rows_per_second(path, table.num_rows)

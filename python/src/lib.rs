@@ -26,6 +26,13 @@ use mfu::pipeline::summary::summarize_runs;
 use mfu::pipeline::{Options, PipelineError, Plan, Silent};
 use mfu::read::{InputError, ReadError};
 
+/// mimalloc for everything the module allocates. With the system allocator each call's column buffers
+/// (8 MB per column per million rows) went back to the kernel when freed and were faulted in, zeroed, on
+/// the next call: page faults were 45% of `mfu.enrich` on a 1M-row table (perf, release wheel), more
+/// than the enrichment itself. See docs/python.md for the measurement.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The option names `enrich`, `read` and `summary` accept (the command line's, with `_` for `-`).
 const OPTION_NAMES: &[&str] = &[
     "device",
