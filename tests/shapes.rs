@@ -727,7 +727,7 @@ fn mlflow_file_store_one_run_per_folder() {
     let (rows, err) = enrich(&store, &args[..]);
     assert!(err.contains("mlflow log, 5 rows"), "{err}");
     assert!(err.contains("mlflow log, 4 rows"), "{err}");
-    assert!(err.contains("4 metric(s) over 5 step(s)"), "{err}");
+    assert!(err.contains("4 metric(s) over 1 run(s)"), "{err}");
     let llama: Vec<_> = rows
         .iter()
         .filter(|r| r["run_name"] == "llama-h100")
@@ -752,6 +752,57 @@ fn mlflow_file_store_one_run_per_folder() {
 }
 
 #[test]
+fn mlflow_sqlite_store_gives_what_the_file_store_gives() {
+    // The same two runs logged by MLflow's client into mlflow.db (the default store since MLflow 3.7).
+    let args = [&RUN[..], &["--override", "-v"]].concat();
+    let (from_db, err) = enrich(&fixtures().join("mlflow/mlflow.db"), &args);
+    let (from_files, _) = enrich(&fixtures().join("mlflow/mlruns"), &args);
+    // One input per run, each mapped on its own: the gpt run's step time comes from its timestamps.
+    assert!(err.contains("mlflow.db#"), "{err}");
+    assert!(
+        err.contains("step_time=column 'wall_time' (s, cumulative)"),
+        "{err}"
+    );
+    let by_run =
+        |rows: &Vec<HashMap<String, String>>, name: &str| -> Vec<HashMap<String, String>> {
+            rows.iter()
+                .filter(|r| r["run_name"] == name)
+                .cloned()
+                .collect()
+        };
+    for run in ["llama-h100", "gpt-a100"] {
+        let (db, files) = (by_run(&from_db, run), by_run(&from_files, run));
+        assert_eq!(db.len(), files.len(), "{run}");
+        assert!(!db.is_empty());
+        for (a, b) in db.iter().zip(&files) {
+            for column in [
+                "step",
+                "wall_time",
+                "tokens",
+                "tokens_per_second",
+                "mfu_wall_clock",
+            ] {
+                assert_eq!(a[column], b[column], "{run} {column}");
+            }
+        }
+    }
+    let gpt = by_run(&from_db, "gpt-a100");
+    assert!(close(num(&gpt[2], "tokens_per_second"), 65536.0 / 5.0));
+    // The input is never written to: SQLite opened immutable leaves no -wal or -shm beside it.
+    let dir = fixtures().join("mlflow");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with("-wal") || n.ends_with("-shm")),
+        "{names:?}"
+    );
+}
+
+#[test]
 fn mlflow_damaged_metric_lines_are_counted_and_a_run_without_metrics_is_an_error() {
     let wd = Workdir::new("shapes_mlflow_damaged");
     let run = wd.path("mlruns/0/abc");
@@ -769,7 +820,7 @@ fn mlflow_damaged_metric_lines_are_counted_and_a_run_without_metrics_is_an_error
     let (rows, err) = enrich(&wd.path("mlruns"), &RUN);
     assert_eq!(rows.len(), 2);
     assert!(
-        err.contains("1 metric line(s) not 'timestamp value step' skipped, the first at metrics/train/step_time line 2"),
+        err.contains("1 metric value(s) that are not 'timestamp value step' skipped, the first at metrics/train/step_time line 2"),
         "{err}"
     );
     std::fs::create_dir_all(wd.path("mlruns/0/empty/metrics")).unwrap();

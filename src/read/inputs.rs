@@ -18,6 +18,8 @@ pub struct Input {
     pub relative: PathBuf,
     /// Files read together with `path` as one log: the other tag exports of one TensorBoard run.
     pub companions: Vec<PathBuf>,
+    /// The part of `path` this input is, when a file holds several logs: a run of an MLflow SQLite store.
+    pub part: Option<String>,
 }
 
 impl Input {
@@ -27,6 +29,7 @@ impl Input {
             path: None,
             relative: PathBuf::from("stdin"),
             companions: Vec::new(),
+            part: None,
         }
     }
 
@@ -36,6 +39,7 @@ impl Input {
             path: Some(path),
             relative,
             companions: Vec::new(),
+            part: None,
         }
     }
 
@@ -108,15 +112,34 @@ pub fn is_mlflow_input(input: &Input) -> bool {
     })
 }
 
-/// An input for a found file: an MLflow run's `meta.yaml` is shown as its run folder.
-fn found(path: PathBuf, relative: PathBuf) -> Input {
+/// The inputs of a found file: an MLflow run's `meta.yaml` is shown as its run folder; an MLflow SQLite
+/// store is one input per run (each run's columns are mapped on their own, as a run folder's are), shown
+/// as `store#run`. A store that cannot be listed stays one input, whose read says why.
+fn found(path: PathBuf, relative: PathBuf) -> Vec<Input> {
     let mut input = Input::file(path, relative);
     if is_mlflow_input(&input) {
         if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
             input.display = folder.display().to_string();
         }
     }
-    input
+    let runs = input
+        .path
+        .as_deref()
+        .filter(|p| super::shapes::mlflow::is_sqlite(p))
+        .and_then(|p| super::shapes::mlflow::sqlite_runs(p).ok())
+        .filter(|runs| !runs.is_empty());
+    match runs {
+        Some(runs) => runs
+            .into_iter()
+            .map(|run| Input {
+                display: format!("{}#{run}", input.display),
+                relative: input.relative.with_file_name(&run),
+                part: Some(run),
+                ..input.clone()
+            })
+            .collect(),
+        None => vec![input],
+    }
 }
 
 /// Whether this input is a folder's TensorBoard event files.
@@ -165,7 +188,7 @@ pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.* and MLflow run folders)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.*, MLflow run folders and mlflow.db)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -202,14 +225,14 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
             }
             for f in files {
                 let relative = f.strip_prefix(path).unwrap_or(&f).to_path_buf();
-                inputs.push(self::found(f, relative));
+                inputs.extend(self::found(f, relative));
             }
         } else if path.exists() {
             let name = path
                 .file_name()
                 .map(PathBuf::from)
                 .unwrap_or_else(|| path.to_path_buf());
-            inputs.push(Input::file(path.to_path_buf(), name));
+            inputs.extend(found(path.to_path_buf(), name));
         } else if is_glob(arg) {
             let paths = glob::glob(arg).map_err(|e| InputError::BadPattern {
                 pattern: arg.clone(),
@@ -223,12 +246,12 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
                 if m.is_dir() {
                     for f in walk_folder(&m)? {
                         let relative = f.strip_prefix(&base).unwrap_or(&f).to_path_buf();
-                        inputs.push(found(f, relative));
+                        inputs.extend(found(f, relative));
                         any = true;
                     }
                 } else {
                     let relative = m.strip_prefix(&base).unwrap_or(&m).to_path_buf();
-                    inputs.push(Input::file(m, relative));
+                    inputs.extend(found(m, relative));
                     any = true;
                 }
             }
@@ -282,6 +305,7 @@ fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
             } else if InputFormat::from_path(&p).is_some()
                 || p.file_name().is_some_and(|n| {
                     n == "trainer_state.json"
+                        || n == "mlflow.db"
                         || super::shapes::tfevents::is_event_file(&n.to_string_lossy())
                 })
             {

@@ -1,4 +1,4 @@
-//! MLflow's file store: a run folder `mlruns/<experiment>/<run>/` with `meta.yaml`, `metrics/<key>` (one
+//! MLflow's stores. The file store: a run folder `mlruns/<experiment>/<run>/` with `meta.yaml`, `metrics/<key>` (one
 //! line per logged value: `timestamp value step`, milliseconds since the epoch; a key with `/` is a
 //! nested folder), `params/` and `tags/` (one file per key, the value as its content).
 //!
@@ -9,6 +9,9 @@
 //! `timestamp value [step]` is skipped and counted in a warning. `meta.yaml` is read for its top-level
 //! `key: value` scalars only (run_id, run_name, experiment_id): MLflow writes it flat, and no other of its
 //! keys is used, so no YAML parser is needed.
+//!
+//! The SQLite store (`mlflow.db`) holds every run in one file and gives the same columns, one row per run
+//! and step ([`read_sqlite`], through rusqlite with SQLite compiled in).
 //!
 //! Parameters are not turned into columns: a run logs tens to hundreds of them, each a constant, and none is
 //! named like a field mfu reads; pass what they say with --num-devices, --dtype, ... instead.
@@ -60,89 +63,266 @@ pub fn flat_yaml(text: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// One step's values: the latest timestamp (ms) and a value per metric.
+/// One step's values: the latest timestamp (ms) and a value per metric (by key index).
 struct StepRow {
     timestamp_ms: i64,
-    values: Vec<Option<f64>>,
+    values: BTreeMap<usize, f64>,
 }
 
-/// The frame of one run from its metric files (in key order) and its info; gives the frame, notes and
-/// warnings.
+/// Metric points gathered run by run, then laid out as one frame: one row per run and step.
+#[derive(Default)]
+pub struct Collector {
+    keys: Vec<String>,
+    key_index: BTreeMap<String, usize>,
+    runs: Vec<(RunInfo, BTreeMap<i64, StepRow>)>,
+    bad_points: usize,
+    first_bad: Option<String>,
+}
+
+impl Collector {
+    /// Points from now on belong to this run.
+    pub fn start_run(&mut self, info: RunInfo) {
+        self.runs.push((info, BTreeMap::new()));
+    }
+
+    /// One logged value of the current run; a later one for the same step and key replaces it.
+    pub fn point(&mut self, key: &str, timestamp_ms: i64, value: f64, step: i64) {
+        let index = match self.key_index.get(key) {
+            Some(&i) => i,
+            None => {
+                self.keys.push(key.to_string());
+                self.key_index.insert(key.to_string(), self.keys.len() - 1);
+                self.keys.len() - 1
+            }
+        };
+        let Some((_, steps)) = self.runs.last_mut() else {
+            return;
+        };
+        let row = steps.entry(step).or_insert_with(|| StepRow {
+            timestamp_ms,
+            values: BTreeMap::new(),
+        });
+        row.timestamp_ms = row.timestamp_ms.max(timestamp_ms);
+        row.values.insert(index, value);
+    }
+
+    /// A point that could not be read, `at` saying where.
+    pub fn bad_point(&mut self, at: impl FnOnce() -> String) {
+        self.bad_points += 1;
+        if self.first_bad.is_none() {
+            self.first_bad = Some(at());
+        }
+    }
+
+    /// The frame (runs in the order started, steps ascending; metric columns in key order), notes and
+    /// warnings.
+    pub fn finish(self) -> Result<(DataFrame, Vec<String>, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        if let Some(first) = &self.first_bad {
+            warnings.push(format!(
+                "{} metric value(s) that are not 'timestamp value step' skipped, the first at {first}",
+                self.bad_points
+            ));
+        }
+        let height: usize = self.runs.iter().map(|(_, steps)| steps.len()).sum();
+        if height == 0 {
+            return Err("the run logged no metric values".into());
+        }
+        // Columns in key order, whatever order the keys were first seen in.
+        let mut order: Vec<usize> = (0..self.keys.len()).collect();
+        order.sort_by(|&a, &b| self.keys[a].cmp(&self.keys[b]));
+        let mut step = Vec::with_capacity(height);
+        let mut wall = Vec::with_capacity(height);
+        let mut metrics: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(height); self.keys.len()];
+        let (mut run_id, mut run_name, mut experiment) = (Vec::new(), Vec::new(), Vec::new());
+        for (info, steps) in &self.runs {
+            for (s, row) in steps {
+                step.push(*s);
+                wall.push(row.timestamp_ms as f64 / 1000.0);
+                for (k, column) in metrics.iter_mut().enumerate() {
+                    column.push(row.values.get(&k).copied());
+                }
+                run_id.push(info.run_id.as_str());
+                run_name.push(info.run_name.as_deref());
+                experiment.push(info.experiment_id.as_deref());
+            }
+        }
+        let mut columns = vec![
+            Column::new("step".into(), step),
+            Column::new("wall_time".into(), wall),
+        ];
+        for &k in &order {
+            let name = match self.keys[k].as_str() {
+                "step" | "wall_time" | "run_id" | "run_name" | "experiment_id" => {
+                    format!("metrics/{}", self.keys[k])
+                }
+                key => key.to_string(),
+            };
+            columns.push(Column::new(name.into(), std::mem::take(&mut metrics[k])));
+        }
+        columns.push(Column::new("run_id".into(), run_id));
+        columns.push(Column::new("run_name".into(), run_name));
+        columns.push(Column::new("experiment_id".into(), experiment));
+        let frame = DataFrame::new(height, columns).map_err(|e| e.to_string())?;
+        let notes = self
+            .runs
+            .iter()
+            .map(|(info, steps)| {
+                format!(
+                    "MLflow run {}: {} step(s); wall_time from metric timestamps",
+                    info.run_id,
+                    steps.len()
+                )
+            })
+            .chain(std::iter::once(format!(
+                "{} metric(s) over {} run(s)",
+                self.keys.len(),
+                self.runs.len()
+            )))
+            .collect();
+        Ok((frame, notes, warnings))
+    }
+}
+
+/// The frame of one file-store run from its metric files (in key order) and its info; gives the frame,
+/// notes and warnings.
 pub fn read(
     metrics: &[MetricFile],
     info: &RunInfo,
 ) -> Result<(DataFrame, Vec<String>, Vec<String>), String> {
-    let mut steps: BTreeMap<i64, StepRow> = BTreeMap::new();
-    let mut bad_lines = 0usize;
-    let mut first_bad: Option<String> = None;
-    let width = metrics.len();
-    for (index, metric) in metrics.iter().enumerate() {
+    let mut collector = Collector::default();
+    collector.start_run(info.clone());
+    for metric in metrics {
         let text = String::from_utf8_lossy(&metric.bytes);
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let Some((timestamp, value, step)) = parse_line(line) else {
-                bad_lines += 1;
-                first_bad.get_or_insert_with(|| format!("metrics/{} line {}", metric.key, n + 1));
-                continue;
-            };
-            let row = steps.entry(step).or_insert_with(|| StepRow {
-                timestamp_ms: timestamp,
-                values: vec![None; width],
-            });
-            row.timestamp_ms = row.timestamp_ms.max(timestamp);
-            row.values[index] = Some(value);
+            match parse_line(line) {
+                Some((timestamp, value, step)) => {
+                    collector.point(&metric.key, timestamp, value, step)
+                }
+                None => collector.bad_point(|| format!("metrics/{} line {}", metric.key, n + 1)),
+            }
         }
     }
-    let mut warnings = Vec::new();
-    if let Some(first) = first_bad {
-        warnings.push(format!(
-            "{bad_lines} metric line(s) not 'timestamp value step' skipped, the first at {first}"
-        ));
+    collector.finish()
+}
+
+/// The runs of an MLflow SQLite store (`mlflow.db`, MLflow's default since 3.7; `only`: one run), read-only
+/// and without touching the file: runs in experiment and start-time order, metrics from the `metrics` table
+/// (`is_nan` means NaN; for a step logged twice the later timestamp wins), names from `runs.name` or the
+/// `mlflow.runName` tag.
+pub fn read_sqlite(
+    path: &Path,
+    only: Option<&str>,
+) -> Result<(DataFrame, Vec<String>, Vec<String>), String> {
+    let db = open(path)?;
+    let sql_error = |e: rusqlite::Error| format!("not an MLflow store ({e})");
+    let infos: Vec<RunInfo> = runs(&db)?
+        .into_iter()
+        .filter(|r| only.is_none_or(|id| r.run_id == id))
+        .collect();
+    if infos.is_empty() {
+        return Err(match only {
+            Some(id) => format!("no run {id} in the store"),
+            None => "the store holds no runs".into(),
+        });
     }
-    if steps.is_empty() {
-        return Err("the run logged no metric values".into());
-    }
-    let height = steps.len();
-    let mut columns = vec![
-        Column::new("step".into(), steps.keys().copied().collect::<Vec<i64>>()),
-        Column::new(
-            "wall_time".into(),
-            steps
-                .values()
-                .map(|r| r.timestamp_ms as f64 / 1000.0)
-                .collect::<Vec<f64>>(),
-        ),
-    ];
-    for (index, metric) in metrics.iter().enumerate() {
-        let name = match metric.key.as_str() {
-            "step" | "wall_time" | "run_id" | "run_name" | "experiment_id" => {
-                format!("metrics/{}", metric.key)
+    let mut points = db
+        .prepare(
+            "SELECT key, timestamp, value, step, is_nan FROM metrics WHERE run_uuid = ?1 \
+             ORDER BY step, timestamp, key",
+        )
+        .map_err(sql_error)?;
+    let mut collector = Collector::default();
+    for info in infos {
+        let run = info.run_id.clone();
+        collector.start_run(info);
+        let mut rows = points.query([&run]).map_err(sql_error)?;
+        while let Some(row) = rows.next().map_err(sql_error)? {
+            let point = (|| -> rusqlite::Result<(String, i64, Option<f64>, i64, bool)> {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })();
+            match point {
+                Ok((key, timestamp, value, step, is_nan)) => {
+                    let value = if is_nan { Some(f64::NAN) } else { value };
+                    match value {
+                        Some(v) => collector.point(&key, timestamp, v, step),
+                        None => {
+                            collector.bad_point(|| format!("run {run}, metric '{key}' step {step}"))
+                        }
+                    }
+                }
+                Err(e) => collector.bad_point(|| format!("run {run}: {e}")),
             }
-            key => key.to_string(),
-        };
-        let values: Vec<Option<f64>> = steps.values().map(|r| r.values[index]).collect();
-        columns.push(Column::new(name.into(), values));
+        }
     }
-    columns.push(Column::new(
-        "run_id".into(),
-        vec![info.run_id.as_str(); height],
-    ));
-    columns.push(Column::new(
-        "run_name".into(),
-        vec![info.run_name.as_deref(); height],
-    ));
-    columns.push(Column::new(
-        "experiment_id".into(),
-        vec![info.experiment_id.as_deref(); height],
-    ));
-    let frame = DataFrame::new(height, columns).map_err(|e| e.to_string())?;
-    let notes = vec![format!(
-        "MLflow run {}: {} metric(s) over {height} step(s); wall_time from metric timestamps",
-        info.run_id, width
-    )];
-    Ok((frame, notes, warnings))
+    collector.finish()
+}
+
+/// The run ids of an MLflow SQLite store, in experiment and start-time order.
+pub fn sqlite_runs(path: &Path) -> Result<Vec<String>, String> {
+    Ok(runs(&open(path)?)?.into_iter().map(|r| r.run_id).collect())
+}
+
+/// Opens a store read-only without touching the file.
+fn open(path: &Path) -> Result<rusqlite::Connection, String> {
+    use rusqlite::{Connection, OpenFlags};
+    // immutable=1: SQLite neither locks nor writes the file (no -wal or -shm beside an input).
+    let uri = format!(
+        "file:{}?immutable=1",
+        path.display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23")
+    );
+    Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("cannot open as SQLite: {e}"))
+}
+
+/// Every run of a store with its name and experiment.
+fn runs(db: &rusqlite::Connection) -> Result<Vec<RunInfo>, String> {
+    let sql_error = |e: rusqlite::Error| format!("not an MLflow store ({e})");
+    let mut runs = db
+        .prepare(
+            "SELECT r.run_uuid, COALESCE(r.name, t.value), CAST(r.experiment_id AS TEXT) \
+             FROM runs r LEFT JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = 'mlflow.runName' \
+             ORDER BY r.experiment_id, r.start_time, r.run_uuid",
+        )
+        .map_err(sql_error)?;
+    let infos = runs
+        .query_map([], |row| {
+            Ok(RunInfo {
+                run_id: row.get(0)?,
+                run_name: row.get(1)?,
+                experiment_id: row.get(2)?,
+            })
+        })
+        .map_err(sql_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql_error)?;
+    Ok(infos)
+}
+
+/// Whether `path` starts like an SQLite database.
+pub fn is_sqlite(path: &Path) -> bool {
+    let mut magic = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|_| &magic == b"SQLite format 3\0")
 }
 
 /// `timestamp value step` (MLflow's file store; before MLflow 1.0 the step was not written: step 0).
@@ -195,8 +375,8 @@ mod tests {
                 "step",
                 "wall_time",
                 "loss",
+                "metrics/step", // a metric named "step", in key order
                 "train/tokens",
-                "metrics/step",
                 "run_id",
                 "run_name",
                 "experiment_id"
