@@ -836,3 +836,39 @@ fn mlflow_damaged_metric_lines_are_counted_and_a_run_without_metrics_is_an_error
             "not a valid mlflow log: the run logged no metric values",
         ));
 }
+
+#[test]
+fn a_folder_walk_reads_console_logs_and_skips_other_text_files() {
+    let wd = Workdir::new("shapes_folder_console_logs");
+    let megatron = std::fs::read(fixtures().join("shapes/megatron_lm.log")).unwrap();
+    wd.create("run/slurm-1234.out", &megatron);
+    wd.create("run/requirements.txt", "torch==2.5\nnumpy\n");
+    wd.create("run/notes.log", "started the job on Tuesday\n");
+    let args = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--flops-per-token",
+        "1e10",
+        "-v",
+    ];
+    let (rows, err) = enrich(&wd.path("run"), &args);
+    assert!(!rows.is_empty());
+    assert!(err.contains("slurm-1234.out: megatron-log log"), "{err}");
+    assert!(
+        err.contains(
+            "2 text file(s) in folders matched no console-log preset and were skipped (the first:"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 of 1 input enriched"), "{err}");
+    // A folder of nothing but such files holds no log: an error, not an empty success.
+    std::fs::remove_file(wd.path("run/slurm-1234.out")).unwrap();
+    wd.mfu()
+        .arg("enrich")
+        .arg(wd.path("run"))
+        .args(["-o", "-"])
+        .args(args)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no input holds a log mfu reads"));
+}

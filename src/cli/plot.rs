@@ -107,9 +107,14 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     terminal.finish();
     let mut failed = false;
     let mut lines = Lines::default();
+    let mut skipped = Vec::new();
     for (input, result) in plan.inputs.iter().zip(results?) {
         let loaded = match result {
             Ok(l) => l,
+            Err(e) if e.is_skip(input) => {
+                skipped.push(input.display.clone());
+                continue;
+            }
             Err(e) => {
                 eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
                 failed = true;
@@ -135,6 +140,9 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             args.metric.column(),
             args.window.map(|n| n as usize),
         )?;
+    }
+    if let Some(w) = mfu::pipeline::skip_warning(&skipped) {
+        eprintln!("mfu: warning: {w}");
     }
     let series = lines.into_series();
     let (name, y_label, y_scale) = args.metric.describe();

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
+use mfu::pipeline::skip_warning;
 use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
 use mfu::write::{write_file, write_stdout, OutputFormat};
@@ -70,8 +71,10 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     terminal.finish();
     let mut loaded = Vec::new();
     let mut failed = false;
+    let mut skipped = Vec::new();
     for (input, r) in plan.inputs.iter().zip(results?) {
         match r {
+            Err(e) if e.is_skip(input) => skipped.push(input.display.clone()),
             Ok(l) => {
                 for w in &l.warnings {
                     eprintln!("mfu: warning: {w}");
@@ -83,6 +86,9 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
                 failed = true;
             }
         }
+    }
+    if let Some(w) = skip_warning(&skipped) {
+        eprintln!("mfu: warning: {w}");
     }
     if loaded.is_empty() {
         bail!("no input could be read");

@@ -35,6 +35,9 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The inputs that failed, in input order.
     pub failures: Vec<PipelineError>,
+    /// Text files a folder walk found that are not console logs mfu reads: skipped, not counted in
+    /// `inputs`.
+    pub skipped: Vec<String>,
     /// Where the rows went (a file or a folder); `None` for standard output or when nothing was written.
     pub wrote: Option<String>,
 }
@@ -65,6 +68,12 @@ pub fn run(
         }
     };
     let report = report(&plan.inputs, outcome);
+    if report.inputs == 0 {
+        return Err(PipelineError::Output(format!(
+            "no input holds a log mfu reads: {} text file(s) matched no console-log preset",
+            report.skipped.len()
+        )));
+    }
     if let Some(path) = &run.rejects {
         write_rejects(path, &report.rejects)?;
     }
@@ -202,6 +211,7 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
         rejects: Vec::new(),
         warnings: Vec::new(),
         failures: Vec::new(),
+        skipped: Vec::new(),
         wrote: outcome.wrote,
     };
     for (input, result) in inputs.iter().zip(outcome.results) {
@@ -215,10 +225,13 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
                     .rejects
                     .extend(p.rejects.into_iter().map(|r| (display.clone(), r)));
             }
+            Err(e) if e.is_skip(input) => report.skipped.push(input.display.clone()),
             Err(e) => report.failures.push(e),
         }
     }
-    let warnings = stats_warnings(&report.stats);
+    report.inputs -= report.skipped.len();
+    let mut warnings = stats_warnings(&report.stats);
+    warnings.extend(super::skip_warning(&report.skipped));
     report.warnings.extend(warnings);
     report
 }

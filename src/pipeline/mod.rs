@@ -181,6 +181,23 @@ pub enum PipelineError {
     Combine(polars::prelude::PolarsError),
 }
 
+impl PipelineError {
+    /// Whether this error of `input` is a skip, not a failure: a text file a folder walk found that no
+    /// console-log preset reads.
+    pub fn is_skip(&self, input: &Input) -> bool {
+        matches!(self, PipelineError::Read(e) if e.is_skip(input))
+    }
+}
+
+/// The warning for the text files a folder walk found that are not console logs mfu reads.
+pub fn skip_warning(skipped: &[String]) -> Option<String> {
+    let first = skipped.first()?;
+    Some(format!(
+        "{} text file(s) in folders matched no console-log preset and were skipped (the first: {first}); name a file to read it as a table, or give --shape or --line-regex",
+        skipped.len()
+    ))
+}
+
 /// What a run reports while it works; each front end shows it its own way.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event<'a> {
@@ -437,13 +454,26 @@ impl Plan {
         let mut parts = Vec::with_capacity(self.inputs.len());
         let mut warnings = Vec::new();
         let mut stats = crate::compute::ComputeStats::default();
+        let mut skipped = Vec::new();
         for (input, loaded) in self.inputs.iter().zip(self.load_all(false, observer)?) {
-            let loaded = loaded?;
+            let loaded = match loaded {
+                Err(e) if e.is_skip(input) => {
+                    skipped.push(input.display.clone());
+                    continue;
+                }
+                other => other?,
+            };
             warnings.extend(loaded.warnings);
             stats.add(&loaded.enriched.stats);
             parts.push((input.display.clone(), loaded.enriched.frame));
         }
         warnings.extend(enrich::stats_warnings(&stats));
+        warnings.extend(skip_warning(&skipped));
+        if parts.is_empty() {
+            return Err(PipelineError::Output(
+                "no input holds a log mfu reads".into(),
+            ));
+        }
         let frame = if parts.len() == 1 {
             parts.pop().map(|(_, f)| f).unwrap_or_default()
         } else {

@@ -84,7 +84,7 @@ pub(super) fn enrich_streaming(
     let stacked = inputs.len() > 1;
     let mut sink = Sink::create(path, *format, metadata, args.output.force)?;
     let pool = pipeline.pool()?;
-    let mut reports: Vec<InputReport> = Vec::with_capacity(inputs.len());
+    let mut reports: Vec<Result<InputReport, PipelineError>> = Vec::with_capacity(inputs.len());
     let mut verbose: Vec<String> = Vec::new();
     // Each input's decompressed size, up to a block: a larger one streams in blocks.
     let block = block_bytes() as u64;
@@ -116,7 +116,7 @@ pub(super) fn enrich_streaming(
                 observer.on(Event::InputDone {
                     rows: report.stats.rows,
                 });
-                reports.push(report);
+                reports.push(Ok(report));
                 verbose.extend(lines);
                 next += 1;
                 continue;
@@ -146,6 +146,15 @@ pub(super) fn enrich_streaming(
                 },
                 || -> Result<bool, PipelineError> {
                     for (input, result) in writing {
+                        let result = match result {
+                            // Not a log: counted in the report, nothing written.
+                            Err(e) if e.is_skip(input) => {
+                                reports.push(Err(e));
+                                observer.on(Event::InputDone { rows: 0 });
+                                continue;
+                            }
+                            other => other,
+                        };
                         let Ok((loaded, lines)) = result else {
                             let _ = why.set(format!(
                                 "{} failed; the whole-input way reports it",
@@ -178,11 +187,11 @@ pub(super) fn enrich_streaming(
                         observer.on(Event::InputDone {
                             rows: loaded.enriched.stats.rows,
                         });
-                        reports.push(InputReport {
+                        reports.push(Ok(InputReport {
                             stats: loaded.enriched.stats,
                             warnings: loaded.warnings,
                             rejects: loaded.rejects,
-                        });
+                        }));
                         verbose.extend(lines);
                     }
                     Ok(true)
@@ -213,7 +222,7 @@ pub(super) fn enrich_streaming(
         observer.on(Event::Verbose(&line));
     }
     Ok(Some(Outcome {
-        results: reports.into_iter().map(Ok).collect(),
+        results: reports,
         wrote: Some(path.display().to_string()),
     }))
 }

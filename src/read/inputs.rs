@@ -20,6 +20,9 @@ pub struct Input {
     pub companions: Vec<PathBuf>,
     /// The part of `path` this input is, when a file holds several logs: a run of an MLflow SQLite store.
     pub part: Option<String>,
+    /// Found by a folder walk only because its name could be a console log's (`.log`, `.out`, `.txt`): when
+    /// no console-log preset matches it, it is skipped and counted, not an error.
+    pub optional: bool,
 }
 
 impl Input {
@@ -30,6 +33,7 @@ impl Input {
             relative: PathBuf::from("stdin"),
             companions: Vec::new(),
             part: None,
+            optional: false,
         }
     }
 
@@ -40,6 +44,7 @@ impl Input {
             relative,
             companions: Vec::new(),
             part: None,
+            optional: false,
         }
     }
 
@@ -111,6 +116,18 @@ pub fn is_mlflow_input(input: &Input) -> bool {
             && p.parent().is_some_and(super::shapes::mlflow::is_run_folder)
     })
 }
+
+/// [`found`], marked optional when the walk took it only for a console-log name.
+fn walked(path: PathBuf, relative: PathBuf, optional: bool) -> Vec<Input> {
+    let mut inputs = found(path, relative);
+    for input in &mut inputs {
+        input.optional = optional;
+    }
+    inputs
+}
+
+/// Extensions a folder walk takes as possible console logs (kept only when a preset reads them).
+const CONSOLE_LOG_EXTENSIONS: &[&str] = &["log", "out", "txt"];
 
 /// The inputs of a found file: an MLflow run's `meta.yaml` is shown as its run folder; an MLflow SQLite
 /// store is one input per run (each run's columns are mapped on their own, as a run folder's are), shown
@@ -223,9 +240,9 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
             if files.is_empty() {
                 return Err(InputError::EmptyFolder(arg.clone()));
             }
-            for f in files {
+            for (f, optional) in files {
                 let relative = f.strip_prefix(path).unwrap_or(&f).to_path_buf();
-                inputs.extend(self::found(f, relative));
+                inputs.extend(walked(f, relative, optional));
             }
         } else if path.exists() {
             let name = path
@@ -244,9 +261,9 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
             let mut any = false;
             for m in matched {
                 if m.is_dir() {
-                    for f in walk_folder(&m)? {
+                    for (f, optional) in walk_folder(&m)? {
                         let relative = f.strip_prefix(&base).unwrap_or(&f).to_path_buf();
-                        inputs.extend(found(f, relative));
+                        inputs.extend(walked(f, relative, optional));
                         any = true;
                     }
                 } else {
@@ -280,14 +297,16 @@ fn literal_prefix(pattern: &str) -> PathBuf {
     base
 }
 
-/// Every file with a known log extension under `folder`, sorted by path. An MLflow run folder is one
-/// input (its `meta.yaml`), not searched further (its artifacts are not logs).
-fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
+/// Every file with a known log extension under `folder`, sorted by path, each with whether it was taken
+/// only as a possible console log (`.log`, `.out`, `.txt`). An MLflow run folder is one input (its
+/// `meta.yaml`), not searched further (its artifacts are not logs). A folder of only possible console
+/// logs counts as holding logs; those that no preset reads are skipped later, with a count.
+fn walk_folder(folder: &Path) -> Result<Vec<(PathBuf, bool)>, InputError> {
     let mut found = Vec::new();
     let mut stack = vec![folder.to_path_buf()];
     while let Some(dir) = stack.pop() {
         if super::shapes::mlflow::is_run_folder(&dir) {
-            found.push(dir.join("meta.yaml"));
+            found.push((dir.join("meta.yaml"), false));
             continue;
         }
         let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Unlistable {
@@ -309,7 +328,13 @@ fn walk_folder(folder: &Path) -> Result<Vec<PathBuf>, InputError> {
                         || super::shapes::tfevents::is_event_file(&n.to_string_lossy())
                 })
             {
-                found.push(p);
+                found.push((p, false));
+            } else if p
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| CONSOLE_LOG_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+            {
+                found.push((p, true));
             }
         }
     }
@@ -344,8 +369,15 @@ mod tests {
         let rel: Vec<_> = inputs.iter().map(|i| i.relative.clone()).collect();
         assert_eq!(
             rel,
-            vec![PathBuf::from("a/log.csv.gz"), PathBuf::from("b/log.jsonl")]
+            vec![
+                PathBuf::from("a/log.csv.gz"),
+                PathBuf::from("a/notes.txt"),
+                PathBuf::from("b/log.jsonl")
+            ]
         );
+        // The .txt is taken only as a possible console log: skipped later if no preset reads it.
+        let optional: Vec<bool> = inputs.iter().map(|i| i.optional).collect();
+        assert_eq!(optional, [false, true, false]);
 
         let pattern = format!("{}/runs/*/log.*", root.display());
         let inputs = expand_inputs(&[pattern]).unwrap();
@@ -353,7 +385,9 @@ mod tests {
         assert_eq!(inputs[0].relative, PathBuf::from("a/log.csv.gz"));
         // A file the pattern names is taken whatever its extension: the user asked for it.
         let pattern = format!("{}/runs/a/*", root.display());
-        assert_eq!(expand_inputs(&[pattern]).unwrap().len(), 2);
+        let named = expand_inputs(&[pattern]).unwrap();
+        assert_eq!(named.len(), 2);
+        assert!(named.iter().all(|i| !i.optional));
 
         let missing = root.join("nope.jsonl").display().to_string();
         assert_eq!(

@@ -88,6 +88,8 @@ impl fmt::Display for InputFormat {
 /// Errors reading one input.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    // (UnknownFormat of an optional input, a folder's text file that is not a console log, is a skip:
+    // see [`ReadError::is_skip`].)
     #[error("{input}: {source}")]
     Io {
         input: String,
@@ -299,6 +301,14 @@ pub struct ReadOptions {
     pub budget: Option<Arc<MemoryBudget>>,
 }
 
+impl ReadError {
+    /// Whether this error of `input` means "not a log, skip it" rather than a failure: a text file a
+    /// folder walk found that no console-log preset reads.
+    pub fn is_skip(&self, input: &Input) -> bool {
+        input.optional && matches!(self, ReadError::UnknownFormat { .. })
+    }
+}
+
 /// One input as a frame, with the shape it was read as and what was inferred on the way.
 #[derive(Debug)]
 pub struct ReadOutcome {
@@ -330,6 +340,23 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     }
     if is_mlflow_input(input) || options.shape == Some(Shape::Mlflow) {
         return read_mlflow_run(input, budget);
+    }
+    if input.optional && options.shape.is_none() && options.line_regex.is_none() {
+        // A folder's .log/.out/.txt file: only a console log a preset reads is kept, judged on its first
+        // MiB so that a large text file that is not a log is not read whole first.
+        if let Some(path) = input.path.as_deref() {
+            let mut head = Vec::with_capacity(1 << 20);
+            let read = File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head));
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if read.is_ok() && shapes::detect(&head, &name).is_none() {
+                return Err(ReadError::UnknownFormat {
+                    input: input.display.clone(),
+                });
+            }
+        }
     }
     let (bytes, mut held) = load_bytes(input, budget)?;
     let mut total_bytes = bytes.len() as u64;
