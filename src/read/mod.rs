@@ -504,16 +504,53 @@ fn read_mlflow_db(
             shape: Shape::Mlflow,
             message,
         })?;
-    Ok(ReadOutcome {
+    Ok(ReadOutcome::of_run(
         frame,
-        shape: Shape::Mlflow,
-        notes,
-        warnings,
-        torn: None,
-        rejects: Vec::new(),
-        bytes: size,
+        Shape::Mlflow,
+        (notes, warnings),
+        size,
         held,
-    })
+    ))
+}
+
+/// The bytes of each of a run's files (in the order given), within the budget: the memory reserved and
+/// the bytes read in all.
+fn load_run_files(
+    paths: &[PathBuf],
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<(Vec<Vec<u8>>, Held, u64), ReadError> {
+    let mut held = Held::none();
+    let mut total = 0u64;
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
+        total += bytes.len() as u64;
+        held.absorb(more);
+        files.push(bytes);
+    }
+    Ok((files, held, total))
+}
+
+impl ReadOutcome {
+    /// The outcome of a reader of run folders and stores: no torn lines or rejects of its own.
+    fn of_run(
+        frame: DataFrame,
+        shape: Shape,
+        (notes, warnings): (Vec<String>, Vec<String>),
+        bytes: u64,
+        held: Held,
+    ) -> ReadOutcome {
+        ReadOutcome {
+            frame,
+            shape,
+            notes,
+            warnings,
+            torn: None,
+            rejects: Vec::new(),
+            bytes,
+            held,
+        }
+    }
 }
 
 /// One MLflow run folder (the input stands as its `meta.yaml`): its metric files in key order, with
@@ -579,16 +616,12 @@ fn read_mlflow_run(
         }
     }
     paths.sort();
-    let mut held = Held::none();
-    let mut total = 0u64;
+    let (contents, held, total) = load_run_files(&paths, budget)?;
     let mut metrics = Vec::with_capacity(paths.len());
-    for path in paths {
-        let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
-        total += bytes.len() as u64;
-        held.absorb(more);
+    for (path, bytes) in paths.iter().zip(contents) {
         let key = path
             .strip_prefix(&metrics_dir)
-            .unwrap_or(&path)
+            .unwrap_or(path)
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect::<Vec<_>>()
@@ -596,16 +629,13 @@ fn read_mlflow_run(
         metrics.push(shapes::mlflow::MetricFile { key, bytes });
     }
     let (frame, notes, warnings) = shapes::mlflow::read(&metrics, &info).map_err(shape_error)?;
-    Ok(ReadOutcome {
+    Ok(ReadOutcome::of_run(
         frame,
-        shape: Shape::Mlflow,
-        notes,
-        warnings,
-        torn: None,
-        rejects: Vec::new(),
-        bytes: total,
+        Shape::Mlflow,
+        (notes, warnings),
+        total,
         held,
-    })
+    ))
 }
 
 /// The TensorBoard event files of one run folder (the input's file and its companions), with a `run_id`
@@ -618,19 +648,18 @@ fn read_event_files(
     let mut paths: Vec<PathBuf> = input.path.iter().cloned().collect();
     paths.extend(input.companions.iter().cloned());
     paths.sort();
-    let mut held = Held::none();
-    let mut total = 0u64;
-    let mut files = Vec::with_capacity(paths.len());
-    for path in &paths {
-        let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
-        total += bytes.len() as u64;
-        held.absorb(more);
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        files.push((name, bytes));
-    }
+    let (contents, held, total) = load_run_files(&paths, budget)?;
+    let files: Vec<(String, Vec<u8>)> = paths
+        .iter()
+        .zip(contents)
+        .map(|(path, bytes)| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, bytes)
+        })
+        .collect();
     let shape_error = |message: String| ReadError::Shape {
         input: input.display.clone(),
         shape: Shape::TensorBoardEvents,
@@ -653,16 +682,13 @@ fn read_event_files(
             vec![run.as_str(); height],
         ))
         .map_err(|e| shape_error(e.to_string()))?;
-    Ok(ReadOutcome {
+    Ok(ReadOutcome::of_run(
         frame,
-        shape: Shape::TensorBoardEvents,
-        notes: shaped.notes,
-        warnings,
-        torn: None,
-        rejects: Vec::new(),
-        bytes: total,
+        Shape::TensorBoardEvents,
+        (shaped.notes, warnings),
+        total,
         held,
-    })
+    ))
 }
 
 /// A plain table, with a dropped torn last line and the rows skipped as malformed.
