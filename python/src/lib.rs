@@ -98,6 +98,21 @@ fn text(value: &Bound<PyAny>) -> PyResult<String> {
     value.str()?.extract()
 }
 
+/// One of a fixed set of spellings, naming the choices when the value is none of them.
+fn choice<T: Copy>(name: &str, value: &Bound<PyAny>, choices: &[(&str, T)]) -> PyResult<T> {
+    let given = text(value)?;
+    match choices.iter().find(|(spelling, _)| *spelling == given) {
+        Some((_, v)) => Ok(*v),
+        None => {
+            let names: Vec<&str> = choices.iter().map(|(s, _)| *s).collect();
+            Err(PyValueError::new_err(format!(
+                "{name}={given:?}: expected one of {}",
+                names.join(", ")
+            )))
+        }
+    }
+}
+
 fn positive(name: &str, value: &Bound<PyAny>) -> PyResult<f64> {
     let v: f64 = value
         .extract()
@@ -168,26 +183,18 @@ fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
             "model_config" => o.model_config = Some(value.extract::<PathBuf>()?),
             "metadata" => o.metadata = Some(value.extract::<PathBuf>()?),
             "attention" => {
-                o.attention = match text(&value)?.as_str() {
-                    "full" => Attention::Full,
-                    "causal" => Attention::Causal,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "attention={other:?}: expected 'full' or 'causal'"
-                        )))
-                    }
-                }
+                o.attention = choice(
+                    &key,
+                    &value,
+                    &[("full", Attention::Full), ("causal", Attention::Causal)],
+                )?
             }
             "recompute" => {
-                o.recompute = match text(&value)?.as_str() {
-                    "none" => Recompute::None,
-                    "full" => Recompute::Full,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "recompute={other:?}: expected 'none' or 'full'"
-                        )))
-                    }
-                }
+                o.recompute = choice(
+                    &key,
+                    &value,
+                    &[("none", Recompute::None), ("full", Recompute::Full)],
+                )?
             }
             "cumulative" => {
                 let fields: Vec<String> = if value.is_instance_of::<pyo3::types::PyString>() {
@@ -212,17 +219,17 @@ fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
             "shape" => o.shape = Some(parsed(&key, &value)?),
             "rows" => o.rows = parsed(&key, &value)?,
             "input_format" => {
-                o.input_format = Some(match text(&value)?.as_str() {
-                    "jsonl" => mfu::read::InputFormat::Jsonl,
-                    "csv" => mfu::read::InputFormat::Csv,
-                    "tsv" => mfu::read::InputFormat::Tsv,
-                    "parquet" => mfu::read::InputFormat::Parquet,
-                    other => {
-                        return Err(PyValueError::new_err(format!(
-                            "input_format={other:?}: expected jsonl, csv, tsv or parquet"
-                        )))
-                    }
-                })
+                use mfu::read::InputFormat;
+                o.input_format = Some(choice(
+                    &key,
+                    &value,
+                    &[
+                        ("jsonl", InputFormat::Jsonl),
+                        ("csv", InputFormat::Csv),
+                        ("tsv", InputFormat::Tsv),
+                        ("parquet", InputFormat::Parquet),
+                    ],
+                )?)
             }
             "max_memory" => {
                 o.max_memory = Some(if let Ok(bytes) = value.extract::<u64>() {

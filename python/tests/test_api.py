@@ -129,6 +129,8 @@ def test_errors_are_python_exceptions_with_the_cli_messages(tmp_path):
         mfu.enrich(runs_table(), devcie="H100")
     with pytest.raises(ValueError, match="dtype=\"bf17\""):
         mfu.enrich(runs_table(), dtype="bf17")
+    with pytest.raises(ValueError, match="attention=\"half\": expected one of full, causal"):
+        mfu.enrich(runs_table(), attention="half")
     with pytest.raises(FileNotFoundError, match="nowhere.jsonl: no such file"):
         mfu.read(tmp_path / "nowhere.jsonl")
     bad = tmp_path / "bad.jsonl"
