@@ -225,8 +225,9 @@ fn scan(
             }
             let start = i;
             // Most cells are numbers in JSON's grammar: reading one finds the cell's end on the way.
-            let number = match bytes[i] {
-                b'-' | b'0'..=b'9' => parse_number_at(text, i).filter(|&(_, end)| {
+            // `i == to`: the input ends just after a separator, so this last cell is empty.
+            let number = match bytes[..to].get(i) {
+                Some(b'-' | b'0'..=b'9') => parse_number_at(text, i).filter(|&(_, end)| {
                     end >= to || bytes[end] == separator || bytes[end] == b'\n'
                 }),
                 _ => None,
@@ -574,6 +575,21 @@ mod tests {
     fn assert_same(ours: &DataFrame, theirs: &DataFrame) {
         assert_eq!(ours.schema(), theirs.schema());
         assert!(ours.equals_missing(theirs), "{ours}\n{theirs}");
+    }
+
+    #[test]
+    fn an_input_ending_just_after_a_separator_has_an_empty_last_cell() {
+        // Found by the csv_reader fuzz target: the scan read one byte past the end.
+        let found = b">(/,)\n\x0e,";
+        let _ = crate::read::csv::read_checked(found.to_vec(), b',', false);
+        let _ = crate::read::csv::read_checked(found.to_vec(), b',', true);
+        for text in ["a,b\n1,", "a,b\nx,", "a,b\n1,2\n3,"] {
+            if let Some(ours) = parse(text.as_bytes(), b',', 10_000) {
+                assert_same(&ours, &polars_like_mfu(text.as_bytes(), 10_000));
+            }
+        }
+        let ours = parse(b"a,b\n1,", b',', 10_000).unwrap();
+        assert_eq!(ours.column("b").unwrap().null_count(), 1);
     }
 
     #[test]
