@@ -389,11 +389,7 @@ impl Enricher {
             .detach(|| enrich_record_batches_whole(schema, &batches, &self.options, label))
             .map_err(batch_error)?;
         self.check_strict(&enriched.stats, label)?;
-        let schema = enriched.batch.schema();
-        Ok((
-            export_batches(py, schema, vec![enriched.batch])?,
-            enriched.warnings,
-        ))
+        table_out(py, enriched.batch, enriched.warnings)
     }
 
     /// Each batch of the stream enriched on its own (Spark's mapInArrow); gives (a RecordBatchReader,
@@ -477,7 +473,7 @@ fn frame_batch(
     frame_to_record_batch(frame, metadata).map_err(|e| PipelineError::Output(e.to_string()))
 }
 
-/// What `read` and `summary` give Python: (a RecordBatchReader over `batch`, warnings).
+/// What `enrich`, `read` and `summary` give Python: (a RecordBatchReader over `batch`, warnings).
 fn table_out<'py>(
     py: Python<'py>,
     batch: RecordBatch,
