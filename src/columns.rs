@@ -329,6 +329,52 @@ pub struct ColumnOptions {
     pub timing_optional: bool,
     /// No field is required: for re-reading a table mfu already enriched, whose derived columns are kept.
     pub lenient: bool,
+    /// What the run's own files say about fields its rows do not carry (one input's, set per input).
+    pub facts: Vec<RunFact>,
+}
+
+/// A run-level value found in the run's own files (a W&B run's metadata, a Megatron argument dump, an
+/// `nvidia-smi` table in a console log), used for a field no column holds. A flag always wins over it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFact {
+    pub field: Field,
+    pub value: FactValue,
+    /// Where it was read, for `-v`: a file and a key or line (`files/wandb-metadata.json gpu_nvidia`).
+    pub origin: String,
+}
+
+/// The value of a [`RunFact`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FactValue {
+    Text(String),
+    Number(f64),
+}
+
+impl fmt::Display for FactValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FactValue::Text(t) => write!(f, "'{t}'"),
+            FactValue::Number(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl RunFact {
+    pub fn text(field: Field, value: impl Into<String>, origin: impl Into<String>) -> RunFact {
+        RunFact {
+            field,
+            value: FactValue::Text(value.into()),
+            origin: origin.into(),
+        }
+    }
+
+    pub fn number(field: Field, value: f64, origin: impl Into<String>) -> RunFact {
+        RunFact {
+            field,
+            value: FactValue::Number(value),
+            origin: origin.into(),
+        }
+    }
 }
 
 /// FLOPs per token computed from a model configuration, per row's sequence length.
@@ -349,6 +395,11 @@ pub enum FieldSource {
     },
     Text(String),
     Number(f64),
+    /// Read from the run's own files (see [`RunFact`]).
+    Fact {
+        value: FactValue,
+        origin: String,
+    },
     /// Computed from `--model-config` and the sequence length.
     ModelConfig,
     Missing,
@@ -372,6 +423,7 @@ impl fmt::Display for FieldSource {
             }
             FieldSource::Text(t) => write!(f, "constant '{t}'"),
             FieldSource::Number(n) => write!(f, "constant {n}"),
+            FieldSource::Fact { value, origin } => write!(f, "{value} from {origin}"),
             FieldSource::ModelConfig => write!(f, "--model-config"),
             FieldSource::Missing => write!(f, "missing"),
         }
@@ -577,6 +629,17 @@ pub fn map_columns(
             (None, false) if field == Field::FlopsPerToken && options.model.is_some() => {
                 FieldSource::ModelConfig
             }
+            (None, false) if options.facts.iter().any(|f| f.field == field) => {
+                let fact = options
+                    .facts
+                    .iter()
+                    .find(|f| f.field == field)
+                    .expect("checked above");
+                FieldSource::Fact {
+                    value: fact.value.clone(),
+                    origin: fact.origin.clone(),
+                }
+            }
             (None, false) if field == Field::StepTime && options.timing_optional => {
                 FieldSource::Missing
             }
@@ -702,8 +765,16 @@ pub fn extract(
                     Numbers::Column(values)
                 }
             }
-            FieldSource::Number(n) => Numbers::Constant(*n),
-            FieldSource::Text(t) => Numbers::Constant(t.trim().parse().unwrap_or(f64::NAN)),
+            FieldSource::Number(n)
+            | FieldSource::Fact {
+                value: FactValue::Number(n),
+                ..
+            } => Numbers::Constant(*n),
+            FieldSource::Text(t)
+            | FieldSource::Fact {
+                value: FactValue::Text(t),
+                ..
+            } => Numbers::Constant(t.trim().parse().unwrap_or(f64::NAN)),
             FieldSource::ModelConfig | FieldSource::Missing => Numbers::Missing,
         })
     };
@@ -735,8 +806,16 @@ pub fn extract(
                 };
                 Texts::Column(as_text)
             }
-            FieldSource::Text(t) => Texts::Constant(t.clone()),
-            FieldSource::Number(n) => Texts::Constant(n.to_string()),
+            FieldSource::Text(t)
+            | FieldSource::Fact {
+                value: FactValue::Text(t),
+                ..
+            } => Texts::Constant(t.clone()),
+            FieldSource::Number(n)
+            | FieldSource::Fact {
+                value: FactValue::Number(n),
+                ..
+            } => Texts::Constant(n.to_string()),
             FieldSource::ModelConfig | FieldSource::Missing => Texts::Missing,
         })
     };
@@ -1114,6 +1193,42 @@ mod tests {
             m.source(Field::DeviceName),
             &FieldSource::Text("NVIDIA H100".into())
         );
+    }
+
+    #[test]
+    fn facts_fill_what_no_column_or_flag_gives() {
+        let mut o = opts();
+        o.facts = vec![
+            RunFact::text(Field::DeviceName, "NVIDIA A100-SXM4-80GB", "meta.json gpu"),
+            RunFact::number(Field::NumDevices, 8.0, "meta.json gpu_count"),
+            RunFact::number(Field::FlopsPerToken, 6e9, "dump"),
+        ];
+        o.constants.num_devices = Some(16.0);
+        // A column beats a fact, a flag beats a fact (no --override needed), a fact fills the rest.
+        let m = map_columns(&["step_time", "tokens", "gpu"], &o).unwrap();
+        assert_eq!(
+            m.source(Field::DeviceName),
+            &FieldSource::Column {
+                name: "gpu".into(),
+                unit: None,
+                cumulative: false
+            }
+        );
+        assert_eq!(m.source(Field::NumDevices), &FieldSource::Number(16.0));
+        assert_eq!(
+            m.source(Field::FlopsPerToken),
+            &FieldSource::Fact {
+                value: FactValue::Number(6e9),
+                origin: "dump".into()
+            }
+        );
+        assert!(m
+            .describe()
+            .contains("flops_per_token=6000000000 from dump"));
+        let m = map_columns(&["step_time", "tokens"], &o).unwrap();
+        assert!(m
+            .describe()
+            .contains("device_name='NVIDIA A100-SXM4-80GB' from meta.json gpu"));
     }
 
     #[test]

@@ -47,6 +47,19 @@ impl EnrichOptions {
         }
     }
 
+    /// These options for one input: its shape may lack timing altogether, and its files' facts fill the
+    /// fields no column or flag gives.
+    pub fn for_input(
+        &self,
+        timing_optional: bool,
+        facts: &[crate::columns::RunFact],
+    ) -> EnrichOptions {
+        let mut options = self.clone();
+        options.columns.timing_optional |= timing_optional;
+        options.columns.facts = facts.to_vec();
+        options
+    }
+
     /// The names of the columns this run adds, in order.
     pub fn added_columns(&self) -> Vec<&'static str> {
         let mut names = OUTPUT_COLUMNS.to_vec();

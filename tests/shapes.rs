@@ -155,14 +155,16 @@ fn megatron_console_log_with_its_argument_dump() {
         ],
     );
     assert!(err.contains("megatron-log log, 3 rows"), "{err}");
-    assert!(
-        err.contains("from the argument dump: world_size, dtype, seq_length"),
-        "{err}"
-    );
-    assert!(
-        err.contains("tokens per iteration = global batch size x seq_length"),
-        "{err}"
-    );
+    // The argument dump's facts, each named with its line; the flag wins over the dump's model shape.
+    for said in [
+        "num_devices=64 from the argument dump's world_size at line 16",
+        "dtype='bf16' from the argument dump's bf16 at line 4",
+        "seq_len=4096 from the argument dump's seq_length at line 14",
+        "flops_per_token=constant 42000000000",
+        "tokens per iteration = global batch size x seq_length",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
     let steps: Vec<_> = rows.iter().map(|r| r["iteration"].clone()).collect();
     assert_eq!(steps, ["10", "20", "30"]);
     assert_eq!(rows[1]["lm_loss"], "8.84321");
@@ -170,6 +172,31 @@ fn megatron_console_log_with_its_argument_dump() {
     let tokens = 512.0 * 4096.0;
     assert!(close(num(&rows[1], "tokens_per_second"), tokens / 2.95));
     let mfu = tokens * 4.2e10 / (64.0 * 2.95) / 989.4e12;
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu));
+}
+
+#[test]
+fn megatron_argument_dump_gives_flops_per_token_as_mfu_flops_counts() {
+    // The dump's model shape (a LLaMA-2 7B: SwiGLU, 11008 FFN, 32000 padded vocabulary) counted at its
+    // seq_length is what `mfu flops` counts for the same model's config.json.
+    let file = fixtures().join("shapes/megatron_lm.log");
+    let (rows, err) = enrich(&file, &["--device", "NVIDIA H100 80GB HBM3", "-v"]);
+    let flops = Workdir::new("megatron_dump_flops")
+        .mfu()
+        .args(["flops", "--config"])
+        .arg(fixtures().join("configs/llama-2-7b.json"))
+        .args(["--seq-len", "4096", "--json"])
+        .output()
+        .unwrap();
+    let counted: serde_json::Value = serde_json::from_slice(&flops.stdout).unwrap();
+    let per_token = counted["flops_per_token"].as_f64().unwrap();
+    assert!(
+        err.contains(&format!(
+            "flops_per_token={per_token} from the argument dump's model shape"
+        )),
+        "{per_token}: {err}"
+    );
+    let mfu = 512.0 * 4096.0 * per_token / (64.0 * 2.95) / 989.4e12;
     assert!(close(num(&rows[1], "mfu_wall_clock"), mfu));
 }
 

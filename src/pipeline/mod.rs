@@ -122,6 +122,7 @@ impl Options {
                 cumulative: self.cumulative.clone(),
                 timing_optional: false,
                 lenient: false,
+                facts: Vec::new(),
             },
             resolver: Arc::new(self.resolver()?),
             recompute: self.recompute,
@@ -343,10 +344,13 @@ impl Plan {
         let rows = read.frame.height();
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options)
-        } else if read.shape.timing_optional() {
-            let mut shaped = self.options.clone();
-            shaped.columns.timing_optional = true;
-            enrich_frame(read.frame, &shaped)
+        } else if read.shape.timing_optional() || !read.facts.is_empty() {
+            enrich_frame(
+                read.frame,
+                &self
+                    .options
+                    .for_input(read.shape.timing_optional(), &read.facts),
+            )
         } else {
             enrich_frame(read.frame, &self.options)
         }

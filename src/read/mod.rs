@@ -325,6 +325,8 @@ pub struct ReadOutcome {
     pub bytes: u64,
     /// The memory reserved for this input from [`ReadOptions::budget`]; given back when dropped.
     pub held: Held,
+    /// What the run's own files say about fields its rows lack (device, precision, device count, ...).
+    pub facts: Vec<crate::columns::RunFact>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
@@ -406,6 +408,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                 rejects,
                 bytes: total_bytes,
                 held,
+                facts: Vec::new(),
             });
         }
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
@@ -437,6 +440,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                     "{} TensorBoard tag exports of one run combined by step",
                     input.companions.len() + 1
                 )],
+                ..Default::default()
             })
         }
         Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
@@ -477,6 +481,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         rejects: Vec::new(),
         bytes: total_bytes,
         held,
+        facts: shaped.facts,
     })
 }
 
@@ -549,6 +554,7 @@ impl ReadOutcome {
             rejects: Vec::new(),
             bytes,
             held,
+            facts: Vec::new(),
         }
     }
 }

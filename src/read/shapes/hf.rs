@@ -99,5 +99,9 @@ pub fn read(bytes: &[u8], rows: RowKinds) -> Result<ShapedFrame, String> {
         }
     }
     let frame = rows_to_frame(&kept)?;
-    Ok(ShapedFrame { frame, notes })
+    Ok(ShapedFrame {
+        frame,
+        notes,
+        facts: Vec::new(),
+    })
 }

@@ -45,5 +45,6 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     Ok(ShapedFrame {
         frame: crate::read::csv::read(bytes, b',')?,
         notes: vec![format!("{rows_in} rows merged into {} steps", merged.len())],
+        ..Default::default()
     })
 }

@@ -45,5 +45,6 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     Ok(ShapedFrame {
         frame: rows_to_frame(&rows)?,
         notes: Vec::new(),
+        ..Default::default()
     })
 }

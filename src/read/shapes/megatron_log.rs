@@ -8,13 +8,16 @@
 //! the run's total become `iteration` and `train_iters`.
 //!
 //! The argument dump Megatron prints at start (`  seq_length ......... 4096` between `arguments` rules)
-//! supplies, on every row, what the run knew and the log lines do not: `world_size` (the device count),
-//! the precision (`fp8` when set, else `bf16` or `fp16` when true, else fp32) as `dtype`, `seq_length`, and `tokens` per iteration
-//! = global batch size × seq_length when the lines carry no token count of their own.
+//! supplies what the run knew and the log lines do not, as facts of the run that a flag overrides:
+//! `world_size` (the device count), the precision (`fp8` when set, else `bf16` or `fp16` when true, else
+//! fp32), `seq_length`, and FLOPs per token from the model's shape (layers, hidden and FFN sizes, heads,
+//! query groups, padded vocabulary, SwiGLU, experts) counted as `mfu flops` counts them. `tokens` per
+//! iteration = global batch size × seq_length is a column when the lines carry no token count of their own.
 
 use serde_json::{Map, Value};
 
 use super::{rows_to_frame, ShapedFrame};
+use crate::columns::{Field, RunFact};
 
 /// Whether a line is an iteration line: `iteration N/M |` followed by `key: value` pairs with the
 /// per-iteration time among them.
@@ -59,11 +62,19 @@ fn value_of(text: &str) -> Value {
     }
 }
 
+/// An argument's name, value and line number (from 1).
+type Argument = (String, String, usize);
+
+/// The last value given for `name`.
+fn argument<'a>(args: &'a [Argument], name: &str) -> Option<&'a Argument> {
+    args.iter().rev().find(|(n, _, _)| n == name)
+}
+
 /// The `name ....... value` lines of Megatron's argument dump.
-fn arguments(text: &str) -> Vec<(String, String)> {
+fn arguments(text: &str) -> Vec<Argument> {
     let mut args = Vec::new();
     let mut inside = false;
-    for line in text.lines() {
+    for (index, line) in text.lines().enumerate() {
         let t = line.trim();
         if t.starts_with("---") && t.contains("arguments") {
             inside = !t.contains("end of arguments");
@@ -75,21 +86,67 @@ fn arguments(text: &str) -> Vec<(String, String)> {
         if let Some((name, value)) = t.split_once(" ..") {
             let value = value.trim_start_matches('.').trim();
             if !name.contains(' ') && !name.is_empty() {
-                args.push((name.to_string(), value.to_string()));
+                args.push((name.to_string(), value.to_string(), index + 1));
             }
         }
     }
     args
 }
 
+/// The model's shape from the argument dump, as the keys of a Hugging Face config that
+/// [`crate::flops`] counts: `None` when the layers, hidden size, heads or vocabulary are not all there.
+fn model_config(args: &[Argument]) -> Option<crate::flops::ModelConfig> {
+    let arg = |name: &str| argument(args, name).map(|(_, v, _)| v.as_str());
+    let int = |name: &str| {
+        arg(name)
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|v| *v > 0)
+    };
+    let mut config = Map::new();
+    config.insert("model_type".into(), Value::from("megatron"));
+    config.insert("hidden_size".into(), Value::from(int("hidden_size")?));
+    config.insert("num_hidden_layers".into(), Value::from(int("num_layers")?));
+    config.insert(
+        "num_attention_heads".into(),
+        Value::from(int("num_attention_heads")?),
+    );
+    let vocab = int("padded_vocab_size").or_else(|| int("vocab_size"))?;
+    config.insert("vocab_size".into(), Value::from(vocab));
+    if arg("group_query_attention") == Some("True") {
+        if let Some(groups) = int("num_query_groups") {
+            config.insert("num_key_value_heads".into(), Value::from(groups));
+        }
+    }
+    for (from, to) in [
+        ("ffn_hidden_size", "intermediate_size"),
+        ("kv_channels", "head_dim"),
+        ("num_experts", "num_experts"),
+        ("moe_router_topk", "num_experts_per_tok"),
+        ("moe_ffn_hidden_size", "moe_intermediate_size"),
+    ] {
+        if let Some(v) = int(from) {
+            config.insert(to.into(), Value::from(v));
+        }
+    }
+    // Megatron's --swiglu is the gated MLP; without it the MLP is GeLU's two matrices.
+    let act = if arg("swiglu") == Some("True") {
+        "silu"
+    } else {
+        "gelu"
+    };
+    config.insert("hidden_act".into(), Value::from(act));
+    crate::flops::ModelConfig::from_json(&Value::Object(config).to_string(), "argument dump").ok()
+}
+
 pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     let text = String::from_utf8_lossy(bytes);
     let args = arguments(&text);
-    let arg = |name: &str| {
-        args.iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+    let arg = |name: &str| argument(&args, name).map(|(_, v, _)| v.as_str());
+    let origin = |name: &str| {
+        argument(&args, name).map_or_else(
+            || "the argument dump".to_string(),
+            |(_, _, line)| format!("the argument dump's {name} at line {line}"),
+        )
     };
     let mut rows: Vec<Map<String, Value>> = Vec::new();
     for line in text.lines() {
@@ -116,38 +173,51 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         return Err("no 'iteration N/M | ... | elapsed time per iteration (ms): ...' line".into());
     }
     let mut notes = vec![format!("{} iteration line(s) read", rows.len())];
-    // What the argument dump knows, on every row (a column the lines have already wins).
+    // What the argument dump knows about the whole run: facts, which a column of the lines or a flag
+    // overrides.
     let seq_length = arg("seq_length").and_then(|v| v.parse::<i64>().ok());
-    let mut constants: Vec<(&str, Value)> = Vec::new();
-    if let Some(w) = arg("world_size").and_then(|v| v.parse::<i64>().ok()) {
-        constants.push(("world_size", Value::from(w)));
+    let mut facts = Vec::new();
+    if let Some(w) = arg("world_size").and_then(|v| v.parse::<f64>().ok()) {
+        facts.push(RunFact::number(Field::NumDevices, w, origin("world_size")));
     }
     // Transformer Engine's FP8 (`--fp8-format hybrid|e4m3`) runs the matmuls in fp8 on top of bf16.
     let fp8 = arg("fp8").is_some_and(|v| v != "None" && v != "False");
     let precision = match (fp8, arg("bf16"), arg("fp16")) {
-        (true, _, _) => Some("fp8"),
-        (_, Some("True"), _) => Some("bf16"),
-        (_, _, Some("True")) => Some("fp16"),
-        (_, Some(_), Some(_)) => Some("fp32"),
+        (true, _, _) => Some(("fp8", "fp8")),
+        (_, Some("True"), _) => Some(("bf16", "bf16")),
+        (_, _, Some("True")) => Some(("fp16", "fp16")),
+        (_, Some(_), Some(_)) => Some(("fp32", "bf16")),
         _ => None,
     };
-    if let Some(p) = precision {
-        constants.push(("dtype", Value::from(p)));
+    if let Some((p, key)) = precision {
+        facts.push(RunFact::text(Field::Dtype, p, origin(key)));
     }
     if let Some(s) = seq_length {
-        constants.push(("seq_length", Value::from(s)));
-    }
-    if !constants.is_empty() {
-        let names: Vec<&str> = constants.iter().map(|(n, _)| *n).collect();
-        notes.push(format!("from the argument dump: {}", names.join(", ")));
+        facts.push(RunFact::number(
+            Field::SeqLen,
+            s as f64,
+            origin("seq_length"),
+        ));
+        if let Some(config) = model_config(&args) {
+            let counted = crate::flops::flops_per_token(
+                &config,
+                s as u64,
+                crate::flops::Attention::default(),
+                crate::flops::Recompute::None,
+            );
+            if let Ok(counted) = counted {
+                facts.push(RunFact::number(
+                    Field::FlopsPerToken,
+                    counted.flops_per_token,
+                    "the argument dump's model shape and seq_length, counted as mfu flops counts",
+                ));
+            }
+        }
     }
     let counts_tokens = rows[0].keys().any(|k| k.contains("tokens"));
     let mut derived_tokens = false;
-    for row in &mut rows {
-        for (name, value) in &constants {
-            row.entry(name.to_string()).or_insert_with(|| value.clone());
-        }
-        if !counts_tokens {
+    if !counts_tokens {
+        for row in &mut rows {
             if let (Some(batch), Some(seq)) = (
                 row.get("global_batch_size").and_then(Value::as_i64),
                 seq_length,
@@ -158,11 +228,15 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         }
     }
     if derived_tokens {
-        notes.push("tokens per iteration = global batch size x seq_length (argument dump)".into());
+        notes.push(format!(
+            "tokens per iteration = global batch size x seq_length ({})",
+            origin("seq_length")
+        ));
     }
     Ok(ShapedFrame {
         frame: rows_to_frame(&rows)?,
         notes,
+        facts,
     })
 }
 

@@ -136,10 +136,12 @@ impl std::str::FromStr for RowKinds {
 }
 
 /// A shape's reading of a file: the rows, and notes on what was inferred (for `-v` and warnings).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ShapedFrame {
     pub frame: DataFrame,
     pub notes: Vec<String>,
+    /// What the file says about the whole run (the device count of a Megatron argument dump, ...).
+    pub facts: Vec<crate::columns::RunFact>,
 }
 
 /// Guesses the shape of `bytes` from their content; `name` is the file's name, for the TensorBoard export

@@ -64,6 +64,7 @@ pub fn read(bytes: Vec<u8>, file_name: &str) -> Result<ShapedFrame, String> {
         notes: vec![format!(
             "TensorBoard export of tag '{tag}' for run '{run}': step time from differences of Wall time"
         )],
+        ..Default::default()
     })
 }
 

@@ -68,6 +68,7 @@ pub fn read(bytes: &[u8], line: &Regex) -> Result<ShapedFrame, String> {
     Ok(ShapedFrame {
         frame: rows_to_frame(&rows)?,
         notes: vec![format!("{} of {lines} lines matched", rows.len())],
+        ..Default::default()
     })
 }
 

@@ -360,7 +360,14 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             "a resumed run: {resumed} step(s) logged before the resume point replaced by the later file"
         ));
     }
-    Ok((ShapedFrame { frame, notes }, warnings))
+    Ok((
+        ShapedFrame {
+            frame,
+            notes,
+            facts: Vec::new(),
+        },
+        warnings,
+    ))
 }
 
 #[cfg(test)]
