@@ -899,3 +899,134 @@ fn a_folder_walk_reads_console_logs_and_skips_other_text_files() {
         .code(1)
         .stderr(predicate::str::contains("no input holds a log mfu reads"));
 }
+
+/// The W&B fixtures' step time at `step` (fixtures/wandb/make_fixtures.py).
+fn wandb_step_time(step: usize) -> f64 {
+    0.5 + (step % 7) as f64 * 0.01
+}
+
+#[test]
+fn wandb_run_folder_with_its_machine_and_config() {
+    // wandb 0.31 offline: history from the run-<id>.wandb log, the GPUs from files/wandb-metadata.json,
+    // the precision and sequence length from the run's config; wandb's own logs and its latest-run link
+    // are not inputs.
+    let (rows, err) = enrich(
+        &fixtures().join("wandb/current/wandb"),
+        &["--flops-per-token", "1e9", "-v"],
+    );
+    assert!(err.contains("wandb log, 250 rows"), "{err}");
+    assert!(err.contains("1 of 1 input enriched"), "{err}");
+    assert!(!err.contains("console-log preset"), "{err}");
+    for said in [
+        "device_name='NVIDIA A100-SXM4-80GB' from files/wandb-metadata.json",
+        "num_devices=8 from files/wandb-metadata.json",
+        "dtype='bf16' from the run's config key 'dtype'",
+        "seq_len=2048 from the run's config key 'seq_len'",
+        "step_time=column 'perf/step_time_s' (s)",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    assert_eq!(rows.len(), 250);
+    assert_eq!(rows[12]["_step"], "12");
+    assert_eq!(rows[12]["train/loss"], "3.88");
+    assert_eq!(rows[3]["phase"], "warmup");
+    assert_eq!(rows[12]["run_name"], "fixture-current");
+    assert_eq!(rows[12]["resolved_device"], "A100 SXM4");
+    let mfu = 16384.0 * 1e9 / 8.0 / wandb_step_time(12) / 312e12;
+    assert!(close(num(&rows[12], "mfu_wall_clock"), mfu));
+
+    // A flag wins over what the run says, with no --override.
+    let (rows, err) = enrich(
+        &fixtures().join("wandb/current/wandb"),
+        &["--flops-per-token", "1e9", "--num-devices", "16", "-v"],
+    );
+    assert!(err.contains("num_devices=constant 16"), "{err}");
+    assert!(close(num(&rows[12], "mfu_wall_clock"), mfu / 2.0));
+}
+
+#[test]
+fn wandb_logs_of_both_older_block_layouts() {
+    // wandb 0.17.5's Python writer counts 32 KiB blocks from the start of the file; wandb-core before
+    // 0.17.6 counted them from the end of the 7-byte header. Both logs cross block boundaries.
+    let args = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--flops-per-token",
+        "1e9",
+        "-v",
+    ];
+    let (python, err) = enrich(&fixtures().join("wandb/legacy-python"), &args);
+    assert!(err.contains("wandb log, 250 rows"), "{err}");
+    assert!(!err.contains("0.17.6"), "{err}");
+    let (core, err) = enrich(&fixtures().join("wandb/legacy-core"), &args);
+    assert!(err.contains("wandb log, 250 rows"), "{err}");
+    assert!(
+        err.contains("blocks counted from the end of the header (wandb-core before 0.17.6)"),
+        "{err}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+    for said in [
+        "num_devices=4 from the run's config key 'world_size'",
+        "dtype='bf16-mixed' from the run's config key 'precision'",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    for (i, (p, c)) in python.iter().zip(&core).enumerate() {
+        for column in ["_step", "train/loss", "perf/step_time_s", "tokens", "phase"] {
+            assert_eq!(p[column], c[column], "row {i} {column}");
+        }
+        assert!(close(num(c, "perf/step_time_s"), wandb_step_time(i)));
+    }
+    let mfu = 16384.0 * 1e9 / 4.0 / wandb_step_time(100) / 989.4e12;
+    assert!(close(num(&core[100], "mfu_wall_clock"), mfu));
+}
+
+#[test]
+fn wandb_run_read_from_its_log_or_folder_and_a_damaged_log() {
+    let folder = std::fs::read_dir(fixtures().join("wandb/current/wandb"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && !p.is_symlink())
+        .unwrap();
+    let log = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "wandb"))
+        .unwrap();
+    let args = ["--flops-per-token", "1e9"];
+    let (from_log, _) = enrich(&log, &args);
+    let (from_folder, _) = enrich(&folder, &args);
+    assert_eq!(from_log.len(), 250);
+    assert_eq!(
+        from_log[7]["mfu_wall_clock"],
+        from_folder[7]["mfu_wall_clock"]
+    );
+    // A killed run: the log cut in the middle of a record keeps the records before it, with a warning.
+    let wd = Workdir::new("wandb_cut");
+    let bytes = std::fs::read(&log).unwrap();
+    let run = wd.path("run-cut");
+    std::fs::create_dir_all(run.join("files")).unwrap();
+    std::fs::write(run.join("run-cut.wandb"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::copy(
+        folder.join("files/wandb-metadata.json"),
+        run.join("files/wandb-metadata.json"),
+    )
+    .unwrap();
+    let out = wd
+        .mfu()
+        .args([
+            "enrich",
+            "run-cut",
+            "-o",
+            "cut.csv",
+            "--flops-per-token",
+            "1e9",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("cut short"), "{err}");
+    let rows = csv_rows(&std::fs::read_to_string(wd.path("cut.csv")).unwrap());
+    assert!(rows.len() > 50 && rows.len() < 250, "{}", rows.len());
+}

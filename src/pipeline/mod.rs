@@ -569,27 +569,7 @@ fn wandb_metadata(path: &Path) -> Result<(Option<String>, Option<f64>), Pipeline
     })?;
     let doc: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| failed(format!("not JSON: {e}")))?;
-    let listed: Vec<String> = doc
-        .get("gpu_nvidia")
-        .and_then(|g| g.as_array())
-        .map(|gpus| {
-            gpus.iter()
-                .filter_map(|g| g.get("name").and_then(|n| n.as_str()).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let device = match doc.get("gpu").and_then(|g| g.as_str()) {
-        Some(name) => Some(name.to_string()),
-        None if listed.is_empty() => None,
-        // Several GPUs: one name per rank, the list form the resolver averages over.
-        None if listed.iter().all(|n| *n == listed[0]) => Some(listed[0].clone()),
-        None => Some(listed.join(";")),
-    };
-    let count = doc
-        .get("gpu_count")
-        .and_then(|c| c.as_f64())
-        .filter(|c| *c > 0.0)
-        .or_else(|| (!listed.is_empty()).then_some(listed.len() as f64));
+    let (device, count) = crate::read::shapes::wandb::metadata_devices(&doc);
     if device.is_none() {
         return Err(failed("no 'gpu' or 'gpu_nvidia' entry".into()));
     }

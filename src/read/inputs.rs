@@ -117,6 +117,24 @@ pub fn is_mlflow_input(input: &Input) -> bool {
     })
 }
 
+/// Whether this input is a W&B run's transaction log (`run-<id>.wandb`, or any file that starts `:W&B`).
+pub fn is_wandb_input(input: &Input) -> bool {
+    input.path.as_deref().is_some_and(|p| {
+        p.file_name()
+            .is_some_and(|n| super::shapes::wandb::is_run_log(&n.to_string_lossy()))
+            || (p.is_file() && starts_with(p, &super::shapes::wandb::HEADER[..4]))
+    })
+}
+
+/// Whether the file at `path` starts with `magic`.
+fn starts_with(path: &Path, magic: &[u8]) -> bool {
+    let mut head = vec![0u8; magic.len()];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == magic
+}
+
 /// [`found`], marked optional when the walk took it only for a console-log name.
 fn walked(path: PathBuf, relative: PathBuf, optional: bool) -> Vec<Input> {
     let mut inputs = found(path, relative);
@@ -134,7 +152,7 @@ const CONSOLE_LOG_EXTENSIONS: &[&str] = &["log", "out", "txt"];
 /// as `store#run`. A store that cannot be listed stays one input, whose read says why.
 fn found(path: PathBuf, relative: PathBuf) -> Vec<Input> {
     let mut input = Input::file(path, relative);
-    if is_mlflow_input(&input) {
+    if is_mlflow_input(&input) || is_wandb_input(&input) {
         if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
             input.display = folder.display().to_string();
         }
@@ -205,7 +223,7 @@ pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.*, MLflow run folders and mlflow.db)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.*, MLflow run folders and mlflow.db, W&B run folders)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -304,9 +322,17 @@ fn literal_prefix(pattern: &str) -> PathBuf {
 fn walk_folder(folder: &Path) -> Result<Vec<(PathBuf, bool)>, InputError> {
     let mut found = Vec::new();
     let mut stack = vec![folder.to_path_buf()];
+    let root = folder
+        .canonicalize()
+        .unwrap_or_else(|_| folder.to_path_buf());
     while let Some(dir) = stack.pop() {
         if super::shapes::mlflow::is_run_folder(&dir) {
             found.push((dir.join("meta.yaml"), false));
+            continue;
+        }
+        if let Some(log) = super::shapes::wandb::run_log_in(&dir) {
+            // A W&B run folder is its log; its files/ and logs/ are the run's artifacts, not logs.
+            found.push((log, false));
             continue;
         }
         let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Unlistable {
@@ -319,6 +345,14 @@ fn walk_folder(folder: &Path) -> Result<Vec<(PathBuf, bool)>, InputError> {
                 message: e.to_string(),
             })?;
             let p = entry.path();
+            // A link to something inside this walk (wandb's `latest-run` and `debug.log`) is reached
+            // by the walk itself, or left out on purpose (a run folder's own files).
+            if entry.file_type().is_ok_and(|t| t.is_symlink())
+                && p.canonicalize()
+                    .is_ok_and(|target| target.starts_with(&root))
+            {
+                continue;
+            }
             if p.is_dir() {
                 stack.push(p);
             } else if InputFormat::from_path(&p).is_some()

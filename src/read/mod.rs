@@ -31,7 +31,7 @@ use polars::prelude::DataFrame;
 pub use compression::Compression;
 pub use inputs::{
     expand_inputs, group_event_files, group_tensorboard_tags, is_event_input, is_mlflow_input,
-    Input, InputError,
+    is_wandb_input, Input, InputError,
 };
 pub use jsonl::Reject;
 pub use memory::{Held, MemoryBudget};
@@ -343,6 +343,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     if is_mlflow_input(input) || options.shape == Some(Shape::Mlflow) {
         return read_mlflow_run(input, budget);
     }
+    if is_wandb_input(input) || options.shape == Some(Shape::Wandb) {
+        return read_wandb_run(input, budget);
+    }
     if input.optional && options.shape.is_none() && options.line_regex.is_none() {
         // A folder's .log/.out/.txt file: only a console log a preset reads is kept, judged on its first
         // MiB so that a large text file that is not a log is not read whole first.
@@ -452,6 +455,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::Mlflow => {
             Err("MLflow runs are read by run folder (mlruns/<experiment>/<run>/)".into())
         }
+        Shape::Wandb => Err("W&B runs are read from their run-<id>.wandb log".into()),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
@@ -642,6 +646,54 @@ fn read_mlflow_run(
         total,
         held,
     ))
+}
+
+/// A W&B run: its `run-<id>.wandb` log (the input, or the log in the folder given with `--shape wandb`),
+/// with `files/wandb-metadata.json` and `files/wandb-summary.json` beside it when the run wrote them.
+fn read_wandb_run(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<ReadOutcome, ReadError> {
+    let shape_error = |message: String| ReadError::Shape {
+        input: input.display.clone(),
+        shape: Shape::Wandb,
+        message,
+    };
+    let given = input
+        .path
+        .clone()
+        .ok_or_else(|| shape_error("standard input is not a W&B run".into()))?;
+    let log = if given.is_dir() {
+        shapes::wandb::run_log_in(&given)
+            .ok_or_else(|| shape_error("the folder holds no run-<id>.wandb log".into()))?
+    } else {
+        given
+    };
+    let folder = log.parent().map(Path::to_path_buf).unwrap_or_default();
+    let (contents, held, total) = load_run_files(std::slice::from_ref(&log), budget)?;
+    let beside = |name: &str| std::fs::read_to_string(folder.join("files").join(name)).ok();
+    let name = log
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (shaped, warnings) = shapes::wandb::read(
+        &contents[0],
+        &name,
+        &shapes::wandb::Beside {
+            metadata: beside("wandb-metadata.json"),
+            summary: beside("wandb-summary.json"),
+        },
+    )
+    .map_err(shape_error)?;
+    let mut outcome = ReadOutcome::of_run(
+        shaped.frame,
+        Shape::Wandb,
+        (shaped.notes, warnings),
+        total,
+        held,
+    );
+    outcome.facts = shaped.facts;
+    Ok(outcome)
 }
 
 /// The TensorBoard event files of one run folder (the input's file and its companions), with a `run_id`

@@ -14,6 +14,7 @@ pub mod ms_swift;
 pub mod tensorboard;
 pub mod text;
 pub mod tfevents;
+pub mod wandb;
 
 use std::fmt;
 
@@ -49,10 +50,12 @@ pub enum Shape {
     TensorBoardEvents,
     /// An MLflow file-store run folder (`mlruns/<experiment>/<run>/metrics/...`).
     Mlflow,
+    /// A W&B run folder (`wandb/run-*/`), read from its `run-<id>.wandb` transaction log.
+    Wandb,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 13] = [
+    pub const ALL: [Shape; 14] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -66,6 +69,7 @@ impl Shape {
         Shape::MsSwift,
         Shape::TensorBoardEvents,
         Shape::Mlflow,
+        Shape::Wandb,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +87,7 @@ impl Shape {
             Shape::MsSwift => "ms-swift",
             Shape::TensorBoardEvents => "tensorboard-events",
             Shape::Mlflow => "mlflow",
+            Shape::Wandb => "wandb",
         }
     }
 
