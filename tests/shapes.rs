@@ -1030,3 +1030,38 @@ fn wandb_run_read_from_its_log_or_folder_and_a_damaged_log() {
     let rows = csv_rows(&std::fs::read_to_string(wd.path("cut.csv")).unwrap());
     assert!(rows.len() > 50 && rows.len() < 250, "{}", rows.len());
 }
+
+#[test]
+fn torchtitan_console_log_times_steps_from_tps_and_its_batch_line() {
+    // tps is tokens per second per device; the start line gives local batch 1, global batch 8 and
+    // sequence length 8192, so a step is 8 x 8192 tokens in 1 x 8192 / tps seconds. The validation line
+    // is not a step; the device comes from the log's CUDA capacity line.
+    let file = fixtures().join("shapes/torchtitan.log");
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--num-devices",
+            "8",
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "5.9e10",
+            "-v",
+        ],
+    );
+    assert!(err.contains("torchtitan log, 3 rows"), "{err}");
+    assert!(
+        err.contains("device_name='NVIDIA H100 80GB HBM3' from the log's device line 4"),
+        "{err}"
+    );
+    let steps: Vec<_> = rows.iter().map(|r| r["step"].clone()).collect();
+    assert_eq!(steps, ["1", "10", "20"]);
+    assert_eq!(rows[1]["loss"], "9.87654");
+    assert_eq!(rows[1]["mfu"], "0.4047");
+    assert!(close(num(&rows[1], "step_time_s"), 8192.0 / 6912.0));
+    // Per device: tps x FLOPs per token over the H100's dense bf16 peak.
+    assert!(close(
+        num(&rows[1], "mfu_wall_clock"),
+        6912.0 * 5.9e10 / 989.4e12
+    ));
+}

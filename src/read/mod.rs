@@ -450,6 +450,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
+        Shape::Torchtitan => shapes::torchtitan::read(&bytes),
         // Event files are read by their folder, before any of this (see read_event_files).
         Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
         Shape::Mlflow => {

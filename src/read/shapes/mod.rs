@@ -14,6 +14,7 @@ pub mod ms_swift;
 pub mod tensorboard;
 pub mod text;
 pub mod tfevents;
+pub mod torchtitan;
 pub mod wandb;
 
 use std::fmt;
@@ -50,12 +51,14 @@ pub enum Shape {
     TensorBoardEvents,
     /// An MLflow file-store run folder (`mlruns/<experiment>/<run>/metrics/...`).
     Mlflow,
+    /// torchtitan console log (`step: N  loss: L  memory: ...  tps: T  tflops: F  mfu: U%`).
+    Torchtitan,
     /// A W&B run folder (`wandb/run-*/`), read from its `run-<id>.wandb` transaction log.
     Wandb,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 14] = [
+    pub const ALL: [Shape; 15] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -70,6 +73,7 @@ impl Shape {
         Shape::TensorBoardEvents,
         Shape::Mlflow,
         Shape::Wandb,
+        Shape::Torchtitan,
     ];
 
     pub fn name(self) -> &'static str {
@@ -88,6 +92,7 @@ impl Shape {
             Shape::TensorBoardEvents => "tensorboard-events",
             Shape::Mlflow => "mlflow",
             Shape::Wandb => "wandb",
+            Shape::Torchtitan => "torchtitan",
         }
     }
 
@@ -215,6 +220,14 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     if body.lines().any(megatron_log::is_iteration_line) {
         return Some(Shape::MegatronLog);
     }
+    if body.lines().any(|l| {
+        l.contains("step:")
+            && l.contains("loss:")
+            && (l.contains("tps:") || l.contains("wps:"))
+            && torchtitan::is_step_line(l)
+    }) {
+        return Some(Shape::Torchtitan);
+    }
     if body
         .lines()
         .any(|l| l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "))
@@ -275,7 +288,8 @@ mod tests {
 
     #[test]
     fn detects_shapes_from_content() {
-        let cases: [(&str, Option<Shape>); 8] = [
+        let cases: [(&str, Option<Shape>); 9] = [
+            ("step:  1  loss: 12.2  memory:  1.2GiB(3.4%)  tps: 1,234  mfu: 3.21%\n", Some(Shape::Torchtitan)),
             ("{\n  \"log_history\": [{\"step\": 1}]\n}", Some(Shape::HfTrainerState)),
             ("{\"current_steps\": 10, \"elapsed_time\": \"0:00:32\"}\n", Some(Shape::LlamaFactory)),
             ("{\n \"lm loss\": {\"start_step\": 1, \"end_step\": 2, \"step_interval\": 1, \"values\": {}}}", Some(Shape::Megatron)),
