@@ -685,6 +685,30 @@ fn real_modded_nanogpt_log() {
     // Steps 1 and 2 at train_time 326 ms and 589 ms.
     let row = rows.iter().find(|r| r["step"] == "2").unwrap();
     assert!(close(num(row, "tokens_per_second"), 32768.0 / 0.263));
+    // The log's own nvidia-smi table (line 24: one GeForce RTX 3070) names the device and its count
+    // when no flag does.
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "1e9",
+            "--tokens-per-step",
+            "32768",
+            "-v",
+        ],
+    );
+    assert!(
+        err.contains("device_name='NVIDIA GeForce RTX 3070' from the nvidia-smi table at line 24"),
+        "{err}"
+    );
+    assert!(
+        err.contains("num_devices=1 from the nvidia-smi table at line 24"),
+        "{err}"
+    );
+    let row = rows.iter().find(|r| r["step"] == "2").unwrap();
+    assert_eq!(row["resolved_device"], "GeForce RTX 3070");
 }
 
 #[test]

@@ -398,6 +398,19 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         shape,
         message,
     };
+    // A console log may hold the job's nvidia-smi table.
+    let console_facts = if matches!(
+        shape,
+        Shape::Text
+            | Shape::ModdedNanogpt
+            | Shape::Nanogpt
+            | Shape::MegatronLog
+            | Shape::Torchtitan
+    ) {
+        shapes::nvidia_smi::facts(&String::from_utf8_lossy(&bytes))
+    } else {
+        Vec::new()
+    };
     let shaped = match shape {
         Shape::Table => {
             let (frame, torn, rejects) =
@@ -477,6 +490,12 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         }
     }
     .map_err(shape_error)?;
+    let mut facts = shaped.facts;
+    for fact in console_facts {
+        if !facts.iter().any(|f| f.field == fact.field) {
+            facts.push(fact); // what the shape found itself comes first
+        }
+    }
     Ok(ReadOutcome {
         frame: shaped.frame,
         shape,
@@ -486,7 +505,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         rejects: Vec::new(),
         bytes: total_bytes,
         held,
-        facts: shaped.facts,
+        facts,
     })
 }
 

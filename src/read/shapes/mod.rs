@@ -11,6 +11,7 @@ pub mod megatron;
 pub mod megatron_log;
 pub mod mlflow;
 pub mod ms_swift;
+pub mod nvidia_smi;
 pub mod tensorboard;
 pub mod text;
 pub mod tfevents;
