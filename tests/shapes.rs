@@ -1089,3 +1089,27 @@ fn torchtitan_console_log_times_steps_from_tps_and_its_batch_line() {
         6912.0 * 5.9e10 / 989.4e12
     ));
 }
+
+#[test]
+fn mlflow_parameters_named_like_fields_are_facts_of_their_run() {
+    // The llama run logged params device and dtype (fixtures/mlflow/make_fixtures.py); the gpt run
+    // logged none, so its MFU stays null. Both stores say the same.
+    for store in ["mlflow/mlflow.db", "mlflow/mlruns"] {
+        let (rows, err) = enrich(
+            &fixtures().join(store),
+            &["--flops-per-token", "1e10", "--num-devices", "8", "--override", "-v"],
+        );
+        assert!(
+            err.contains("device_name='NVIDIA H100 80GB HBM3' from the run's parameter 'device'"),
+            "{store}: {err}"
+        );
+        assert!(
+            err.contains("dtype='bf16' from the run's parameter 'dtype'"),
+            "{store}: {err}"
+        );
+        for row in &rows {
+            let known = row["run_name"] == "llama-h100";
+            assert_eq!(!row["peak_flops_per_device"].is_empty(), known, "{store}: {row:?}");
+        }
+    }
+}

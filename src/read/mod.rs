@@ -533,13 +533,11 @@ fn read_mlflow_db(
             shape: Shape::Mlflow,
             message,
         })?;
-    Ok(ReadOutcome::of_run(
-        frame,
-        Shape::Mlflow,
-        (notes, warnings),
-        size,
-        held,
-    ))
+    let mut outcome = ReadOutcome::of_run(frame, Shape::Mlflow, (notes, warnings), size, held);
+    if let Some(run) = input.part.as_deref() {
+        outcome.facts = shapes::mlflow::sqlite_param_facts(path, run);
+    }
+    Ok(outcome)
 }
 
 /// The bytes of each of a run's files (in the order given), within the budget: the memory reserved and
@@ -659,13 +657,26 @@ fn read_mlflow_run(
         metrics.push(shapes::mlflow::MetricFile { key, bytes });
     }
     let (frame, notes, warnings) = shapes::mlflow::read(&metrics, &info).map_err(shape_error)?;
-    Ok(ReadOutcome::of_run(
-        frame,
-        Shape::Mlflow,
-        (notes, warnings),
-        total,
-        held,
-    ))
+    let mut outcome = ReadOutcome::of_run(frame, Shape::Mlflow, (notes, warnings), total, held);
+    // Parameters (params/<key>, the value as the file's content) named like a field are facts.
+    let mut params: Vec<(String, String)> = std::fs::read_dir(folder.join("params"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_file())
+                .filter_map(|e| {
+                    let value = std::fs::read_to_string(e.path()).ok()?;
+                    Some((e.file_name().to_string_lossy().into_owned(), value))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    params.sort();
+    outcome.facts = shapes::parameter_facts(
+        params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        |key| format!("the run's parameter '{key}' (params/{key})"),
+    );
+    Ok(outcome)
 }
 
 /// A W&B run: its `run-<id>.wandb` log (the input, or the log in the folder given with `--shape wandb`),

@@ -267,6 +267,25 @@ pub fn read_sqlite(
     collector.finish()
 }
 
+/// The parameters of one run of an MLflow SQLite store, as facts of the run (see
+/// [`super::parameter_facts`]).
+pub fn sqlite_param_facts(path: &Path, run: &str) -> Vec<crate::columns::RunFact> {
+    let Ok(db) = open(path) else {
+        return Vec::new();
+    };
+    let params: Vec<(String, String)> = db
+        .prepare("SELECT key, value FROM params WHERE run_uuid = ?1 ORDER BY key")
+        .and_then(|mut q| {
+            q.query_map([run], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default();
+    super::parameter_facts(
+        params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        |key| format!("the run's parameter '{key}'"),
+    )
+}
+
 /// The run ids of an MLflow SQLite store, in experiment and start-time order.
 pub fn sqlite_runs(path: &Path) -> Result<Vec<String>, String> {
     Ok(runs(&open(path)?)?.into_iter().map(|r| r.run_id).collect())

@@ -238,6 +238,44 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     None
 }
 
+/// Facts from a run's parameters or config: a key named like a field's flag or alias (`dtype`,
+/// `precision`, `num_devices`, `world_size`, `seq_len`, `flops_per_token`, `tokens_per_step`, `device`)
+/// with a value of the field's kind. `origin` names where a key was read.
+pub fn parameter_facts<'a>(
+    params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    origin: impl Fn(&str) -> String,
+) -> Vec<crate::columns::RunFact> {
+    let mut facts: Vec<crate::columns::RunFact> = Vec::new();
+    for (key, value) in params {
+        let k = key.trim().to_ascii_lowercase();
+        let value = value.trim().trim_matches('"');
+        for field in [
+            crate::columns::Field::DeviceName,
+            crate::columns::Field::Dtype,
+            crate::columns::Field::NumDevices,
+            crate::columns::Field::FlopsPerToken,
+            crate::columns::Field::SeqLen,
+            crate::columns::Field::Tokens,
+        ] {
+            let named = match field {
+                crate::columns::Field::Tokens => k == "tokens_per_step",
+                _ => field.aliases().contains(&k.as_str()) || k == field.name(),
+            };
+            if !named || value.is_empty() || facts.iter().any(|f| f.field == field) {
+                continue;
+            }
+            if field.is_text() {
+                facts.push(crate::columns::RunFact::text(field, value, origin(key)));
+            } else if let Ok(n) = value.parse::<f64>() {
+                if n.is_finite() && n > 0.0 {
+                    facts.push(crate::columns::RunFact::number(field, n, origin(key)));
+                }
+            }
+        }
+    }
+    facts
+}
+
 /// The JSON objects of a JSON Lines log, blank lines skipped; a line that is not a JSON object is an error
 /// naming it.
 pub fn json_objects(bytes: &[u8]) -> Result<Vec<Map<String, Value>>, String> {

@@ -386,44 +386,6 @@ pub fn metadata_devices(doc: &Value) -> (Option<String>, Option<f64>) {
     (device, count)
 }
 
-/// Facts from a run's parameters or config: a key named like a field's flag or alias (`dtype`,
-/// `precision`, `num_devices`, `world_size`, `seq_len`, `flops_per_token`, `tokens_per_step`, `device`)
-/// with a value of the field's kind. `origin` names where a key was read.
-pub fn parameter_facts<'a>(
-    params: impl IntoIterator<Item = (&'a str, &'a str)>,
-    origin: impl Fn(&str) -> String,
-) -> Vec<RunFact> {
-    let mut facts: Vec<RunFact> = Vec::new();
-    for (key, value) in params {
-        let k = key.trim().to_ascii_lowercase();
-        let value = value.trim().trim_matches('"');
-        for field in [
-            Field::DeviceName,
-            Field::Dtype,
-            Field::NumDevices,
-            Field::FlopsPerToken,
-            Field::SeqLen,
-            Field::Tokens,
-        ] {
-            let named = match field {
-                Field::Tokens => k == "tokens_per_step",
-                _ => field.aliases().contains(&k.as_str()) || k == field.name(),
-            };
-            if !named || value.is_empty() || facts.iter().any(|f| f.field == field) {
-                continue;
-            }
-            if field.is_text() {
-                facts.push(RunFact::text(field, value, origin(key)));
-            } else if let Ok(n) = value.parse::<f64>() {
-                if n.is_finite() && n > 0.0 {
-                    facts.push(RunFact::number(field, n, origin(key)));
-                }
-            }
-        }
-    }
-    facts
-}
-
 /// What a run folder holds beside its log: `files/wandb-metadata.json`, if any (its text).
 pub struct Beside {
     pub metadata: Option<String>,
@@ -656,7 +618,7 @@ pub fn read(
             ));
         }
     }
-    for fact in parameter_facts(
+    for fact in super::parameter_facts(
         config.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         |key| format!("the run's config key '{key}'"),
     ) {
@@ -827,7 +789,7 @@ mod tests {
             Some(Cell::Text("{\"_type\": \"image-file\"}".into()))
         );
         assert_eq!(json_value("null"), None);
-        let facts = parameter_facts(
+        let facts = crate::read::shapes::parameter_facts(
             [
                 ("precision", "bf16"),
                 ("world_size", "16"),
