@@ -424,7 +424,7 @@ impl fmt::Display for FieldSource {
             FieldSource::Text(t) => write!(f, "constant '{t}'"),
             FieldSource::Number(n) => write!(f, "constant {n}"),
             FieldSource::Fact { value, origin } => write!(f, "{value} from {origin}"),
-            FieldSource::ModelConfig => write!(f, "--model-config"),
+            FieldSource::ModelConfig => write!(f, "counted from the model config"),
             FieldSource::Missing => write!(f, "missing"),
         }
     }

@@ -53,10 +53,23 @@ impl EnrichOptions {
         &self,
         timing_optional: bool,
         facts: &[crate::columns::RunFact],
+        model: Option<&crate::flops::ModelConfig>,
     ) -> EnrichOptions {
         let mut options = self.clone();
         options.columns.timing_optional |= timing_optional;
         options.columns.facts = facts.to_vec();
+        // A model config found beside the log counts FLOPs per token when the sequence length is known
+        // (a flag or a fact); --model-config wins over it.
+        let seq_len_known = options.columns.constants.seq_len.is_some()
+            || facts
+                .iter()
+                .any(|f| f.field == crate::columns::Field::SeqLen);
+        if let (None, Some(config), true) = (&options.columns.model, model, seq_len_known) {
+            options.columns.model = Some(crate::columns::ModelFlops {
+                config: config.clone(),
+                attention: crate::flops::Attention::default(),
+            });
+        }
         options
     }
 

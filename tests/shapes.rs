@@ -1097,7 +1097,14 @@ fn mlflow_parameters_named_like_fields_are_facts_of_their_run() {
     for store in ["mlflow/mlflow.db", "mlflow/mlruns"] {
         let (rows, err) = enrich(
             &fixtures().join(store),
-            &["--flops-per-token", "1e10", "--num-devices", "8", "--override", "-v"],
+            &[
+                "--flops-per-token",
+                "1e10",
+                "--num-devices",
+                "8",
+                "--override",
+                "-v",
+            ],
         );
         assert!(
             err.contains("device_name='NVIDIA H100 80GB HBM3' from the run's parameter 'device'"),
@@ -1109,7 +1116,69 @@ fn mlflow_parameters_named_like_fields_are_facts_of_their_run() {
         );
         for row in &rows {
             let known = row["run_name"] == "llama-h100";
-            assert_eq!(!row["peak_flops_per_device"].is_empty(), known, "{store}: {row:?}");
+            assert_eq!(
+                !row["peak_flops_per_device"].is_empty(),
+                known,
+                "{store}: {row:?}"
+            );
         }
     }
+}
+
+#[test]
+fn hf_checkpoint_folder_config_gives_flops_per_token_and_precision() {
+    // An HF checkpoint folder: trainer_state.json beside the model's config.json. With the sequence
+    // length known, FLOPs per token are counted from the config as `mfu flops` counts them; torch_dtype
+    // is the precision unless a flag says otherwise.
+    let wd = Workdir::new("hf_checkpoint_config");
+    let folder = wd.path("checkpoint-30");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(
+        fixtures().join("shapes/trainer_state.json"),
+        folder.join("trainer_state.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures().join("configs/llama-2-7b.json"),
+        folder.join("config.json"),
+    )
+    .unwrap();
+    let args = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--num-devices",
+        "8",
+        "--seq-len",
+        "4096",
+        "-v",
+    ];
+    let (rows, err) = enrich(&folder.join("trainer_state.json"), &args);
+    assert!(
+        err.contains("flops_per_token=counted from the model config"),
+        "{err}"
+    );
+    assert!(err.contains("config.json (torch_dtype)"), "{err}");
+    assert!(err.contains("beside the trainer state"), "{err}");
+    // 46084915200 FLOPs per token (mfu flops, llama-2-7b at 4096) at the fp16 dense peak.
+    let tokens_per_second = num(&rows[1], "tokens_per_second").unwrap();
+    assert!(close(
+        num(&rows[1], "mfu_wall_clock"),
+        tokens_per_second * 46084915200.0 / 8.0 / 989.4e12
+    ));
+    // Without the sequence length, FLOPs per token stay a required field.
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(folder.join("trainer_state.json"))
+        .args([
+            "-o",
+            "-",
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--num-devices",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -344,13 +344,13 @@ impl Plan {
         let rows = read.frame.height();
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options)
-        } else if read.shape.timing_optional() || !read.facts.is_empty() {
-            enrich_frame(
-                read.frame,
-                &self
-                    .options
-                    .for_input(read.shape.timing_optional(), &read.facts),
-            )
+        } else if read.shape.timing_optional() || !read.facts.is_empty() || read.model.is_some() {
+            let options = self.options.for_input(
+                read.shape.timing_optional(),
+                &read.facts,
+                read.model.as_ref(),
+            );
+            enrich_frame(read.frame, &options)
         } else {
             enrich_frame(read.frame, &self.options)
         }

@@ -327,6 +327,9 @@ pub struct ReadOutcome {
     pub held: Held,
     /// What the run's own files say about fields its rows lack (device, precision, device count, ...).
     pub facts: Vec<crate::columns::RunFact>,
+    /// The model's configuration found beside the log (an HF checkpoint folder's `config.json`), to count
+    /// FLOPs per token from when no flag or column gives them and the sequence length is known.
+    pub model: Option<crate::flops::ModelConfig>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
@@ -425,6 +428,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                 bytes: total_bytes,
                 held,
                 facts: Vec::new(),
+                model: None,
             });
         }
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
@@ -491,6 +495,13 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     }
     .map_err(shape_error)?;
     let mut facts = shaped.facts;
+    let mut notes = shaped.notes;
+    let mut model = None;
+    if shape == Shape::HfTrainerState {
+        if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
+            model = config_beside(folder, &mut facts, &mut notes);
+        }
+    }
     for fact in console_facts {
         if !facts.iter().any(|f| f.field == fact.field) {
             facts.push(fact); // what the shape found itself comes first
@@ -499,14 +510,44 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     Ok(ReadOutcome {
         frame: shaped.frame,
         shape,
-        notes: shaped.notes,
+        notes,
         warnings: Vec::new(),
         torn: None,
         rejects: Vec::new(),
         bytes: total_bytes,
         held,
         facts,
+        model,
     })
+}
+
+/// The `config.json` of an HF checkpoint folder (beside its `trainer_state.json`): the model's precision
+/// (`torch_dtype`, or `dtype` in newer transformers) as a fact, and the model to count FLOPs per token from.
+fn config_beside(
+    folder: &Path,
+    facts: &mut Vec<crate::columns::RunFact>,
+    notes: &mut Vec<String>,
+) -> Option<crate::flops::ModelConfig> {
+    let path = folder.join("config.json");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    for key in ["torch_dtype", "dtype"] {
+        if let Some(dtype) = doc.get(key).and_then(serde_json::Value::as_str) {
+            facts.push(crate::columns::RunFact::text(
+                crate::columns::Field::Dtype,
+                dtype,
+                format!("{} ({key})", path.display()),
+            ));
+            break;
+        }
+    }
+    let config = crate::flops::ModelConfig::from_json(&text, &path.display().to_string()).ok()?;
+    notes.push(format!(
+        "{} beside the trainer state: FLOPs per token are counted from it (model_type {}) when no flag or column gives them and the sequence length is known (--seq-len)",
+        path.display(),
+        config.model_type()
+    ));
+    Some(config)
 }
 
 /// An MLflow SQLite store: the input's run (every run when the store was not listed). Reserves three times the file's size from the budget (the
@@ -577,6 +618,7 @@ impl ReadOutcome {
             bytes,
             held,
             facts: Vec::new(),
+            model: None,
         }
     }
 }
