@@ -1182,3 +1182,43 @@ fn hf_checkpoint_folder_config_gives_flops_per_token_and_precision() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn dvclive_run_folders_with_their_parameters() {
+    // fixtures/dvclive/make_fixtures.py: DVCLive's own client. `timed` logs step_time_s; `stamped` logs
+    // timestamps only, whose differences give the step time. Both have dtype and num_devices params.
+    let (rows, err) = enrich(
+        &fixtures().join("dvclive"),
+        &[
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--flops-per-token",
+            "1e9",
+            "-v",
+        ],
+    );
+    assert!(err.contains("2 of 2 inputs enriched"), "{err}");
+    assert!(
+        err.contains("num_devices=8 from the run's parameter 'num_devices' (params.yaml)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("step_time=column 'wall_time' (s, cumulative)"),
+        "{err}"
+    );
+    let timed: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_id"] == "timed/dvclive")
+        .collect();
+    let stamped: Vec<_> = rows
+        .iter()
+        .filter(|r| r["run_id"] == "stamped/dvclive")
+        .collect();
+    assert_eq!((timed.len(), stamped.len()), (6, 6));
+    assert_eq!(timed[2]["train/loss"], "2.8");
+    let mfu = 16384.0 * 1e9 / 8.0 / 0.52 / 989.4e12;
+    assert!(close(num(timed[2], "mfu_wall_clock"), mfu));
+    let dt = num(stamped[3], "wall_time").unwrap() - num(stamped[2], "wall_time").unwrap();
+    assert!(close(num(stamped[3], "tokens_per_second"), 16384.0 / dt));
+    assert_eq!(stamped[0]["tokens_per_second"], "");
+}

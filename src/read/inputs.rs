@@ -117,6 +117,15 @@ pub fn is_mlflow_input(input: &Input) -> bool {
     })
 }
 
+/// Whether this input is a DVCLive run folder (standing as its `metrics.json`).
+pub fn is_dvclive_input(input: &Input) -> bool {
+    input.path.as_deref().is_some_and(|p| {
+        p.file_name().is_some_and(|n| n == "metrics.json")
+            && p.parent()
+                .is_some_and(super::shapes::dvclive::is_run_folder)
+    })
+}
+
 /// Whether this input is a W&B run's transaction log (`run-<id>.wandb`, or any file that starts `:W&B`).
 pub fn is_wandb_input(input: &Input) -> bool {
     input.path.as_deref().is_some_and(|p| {
@@ -152,7 +161,7 @@ const CONSOLE_LOG_EXTENSIONS: &[&str] = &["log", "out", "txt"];
 /// as `store#run`. A store that cannot be listed stays one input, whose read says why.
 fn found(path: PathBuf, relative: PathBuf) -> Vec<Input> {
     let mut input = Input::file(path, relative);
-    if is_mlflow_input(&input) || is_wandb_input(&input) {
+    if is_mlflow_input(&input) || is_wandb_input(&input) || is_dvclive_input(&input) {
         if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
             input.display = folder.display().to_string();
         }
@@ -223,7 +232,7 @@ pub fn group_tensorboard_tags(inputs: Vec<Input>) -> Vec<Input> {
 pub enum InputError {
     #[error("{0}: no such file or folder")]
     Missing(String),
-    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.*, MLflow run folders and mlflow.db, W&B run folders)")]
+    #[error("{0}: folder holds no logs (looked recursively for .jsonl .ndjson .csv .tsv .parquet .pq, optionally .gz or .zst, trainer_state.json, TensorBoard's events.out.tfevents.*, MLflow run folders and mlflow.db, W&B and DVCLive run folders)")]
     EmptyFolder(String),
     #[error("{0}: pattern matches no file")]
     NoMatch(String),
@@ -328,6 +337,10 @@ fn walk_folder(folder: &Path) -> Result<Vec<(PathBuf, bool)>, InputError> {
     while let Some(dir) = stack.pop() {
         if super::shapes::mlflow::is_run_folder(&dir) {
             found.push((dir.join("meta.yaml"), false));
+            continue;
+        }
+        if super::shapes::dvclive::is_run_folder(&dir) {
+            found.push((dir.join("metrics.json"), false));
             continue;
         }
         if let Some(log) = super::shapes::wandb::run_log_in(&dir) {

@@ -30,8 +30,8 @@ use polars::prelude::DataFrame;
 
 pub use compression::Compression;
 pub use inputs::{
-    expand_inputs, group_event_files, group_tensorboard_tags, is_event_input, is_mlflow_input,
-    is_wandb_input, Input, InputError,
+    expand_inputs, group_event_files, group_tensorboard_tags, is_dvclive_input, is_event_input,
+    is_mlflow_input, is_wandb_input, Input, InputError,
 };
 pub use jsonl::Reject;
 pub use memory::{Held, MemoryBudget};
@@ -349,6 +349,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     if is_wandb_input(input) || options.shape == Some(Shape::Wandb) {
         return read_wandb_run(input, budget);
     }
+    if is_dvclive_input(input) || options.shape == Some(Shape::Dvclive) {
+        return read_dvclive_run(input, budget);
+    }
     if input.optional && options.shape.is_none() && options.line_regex.is_none() {
         // A folder's .log/.out/.txt file: only a console log a preset reads is kept, judged on its first
         // MiB so that a large text file that is not a log is not read whole first.
@@ -474,6 +477,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
             Err("MLflow runs are read by run folder (mlruns/<experiment>/<run>/)".into())
         }
         Shape::Wandb => Err("W&B runs are read from their run-<id>.wandb log".into()),
+        Shape::Dvclive => Err("DVCLive runs are read by run folder".into()),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
                 Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
@@ -718,6 +722,89 @@ fn read_mlflow_run(
         params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         |key| format!("the run's parameter '{key}' (params/{key})"),
     );
+    Ok(outcome)
+}
+
+/// A DVCLive run folder (the input stands as its `metrics.json`, or is the folder with `--shape dvclive`):
+/// its `plots/metrics/**/*.tsv` in key order and its `params.yaml`; `run_id` is the folder's path under
+/// the argument.
+fn read_dvclive_run(
+    input: &Input,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<ReadOutcome, ReadError> {
+    let shape_error = |message: String| ReadError::Shape {
+        input: input.display.clone(),
+        shape: Shape::Dvclive,
+        message,
+    };
+    let io_error = |source: std::io::Error| ReadError::Io {
+        input: input.display.clone(),
+        source,
+    };
+    let given = input
+        .path
+        .clone()
+        .ok_or_else(|| shape_error("standard input is not a DVCLive run".into()))?;
+    let folder = if given.is_dir() {
+        given.clone()
+    } else {
+        given.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    let metrics_dir = folder.join("plots").join("metrics");
+    if !metrics_dir.is_dir() {
+        return Err(shape_error(
+            "not a DVCLive run folder (no plots/metrics/)".into(),
+        ));
+    }
+    let mut paths = Vec::new();
+    let mut stack = vec![metrics_dir.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io_error)? {
+            let p = entry.map_err(io_error)?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "tsv") {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    let (contents, held, total) = load_run_files(&paths, budget)?;
+    let metrics: Vec<shapes::dvclive::MetricFile> = paths
+        .iter()
+        .zip(contents)
+        .map(|(path, bytes)| {
+            let relative = path
+                .strip_prefix(&metrics_dir)
+                .unwrap_or(path)
+                .with_extension("");
+            let key = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            shapes::dvclive::MetricFile { key, bytes }
+        })
+        .collect();
+    let params = std::fs::read_to_string(folder.join("params.yaml")).ok();
+    let run_id = match input.relative.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+        _ => folder
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "dvclive".into()),
+    };
+    let (shaped, warnings) =
+        shapes::dvclive::read(&metrics, params.as_deref(), &run_id).map_err(shape_error)?;
+    let mut outcome = ReadOutcome::of_run(
+        shaped.frame,
+        Shape::Dvclive,
+        (shaped.notes, warnings),
+        total,
+        held,
+    );
+    outcome.facts = shaped.facts;
     Ok(outcome)
 }
 

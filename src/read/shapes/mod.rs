@@ -4,6 +4,7 @@
 //! the log's own keys, so the ordinary column mapping applies: cumulative counters such as LLaMA-Factory's
 //! `elapsed_time` or TRL's `num_tokens` are found by name and differenced later, in the columns stage.
 
+pub mod dvclive;
 pub mod hf;
 pub mod lightning;
 pub mod llamafactory;
@@ -52,6 +53,8 @@ pub enum Shape {
     TensorBoardEvents,
     /// An MLflow file-store run folder (`mlruns/<experiment>/<run>/metrics/...`).
     Mlflow,
+    /// A DVCLive run folder (`dvclive/plots/metrics/*.tsv`, `metrics.json`, `params.yaml`).
+    Dvclive,
     /// torchtitan console log (`step: N  loss: L  memory: ...  tps: T  tflops: F  mfu: U%`).
     Torchtitan,
     /// A W&B run folder (`wandb/run-*/`), read from its `run-<id>.wandb` transaction log.
@@ -59,7 +62,7 @@ pub enum Shape {
 }
 
 impl Shape {
-    pub const ALL: [Shape; 15] = [
+    pub const ALL: [Shape; 16] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -75,6 +78,7 @@ impl Shape {
         Shape::Mlflow,
         Shape::Wandb,
         Shape::Torchtitan,
+        Shape::Dvclive,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,6 +98,7 @@ impl Shape {
             Shape::Mlflow => "mlflow",
             Shape::Wandb => "wandb",
             Shape::Torchtitan => "torchtitan",
+            Shape::Dvclive => "dvclive",
         }
     }
 
