@@ -1,6 +1,6 @@
 //! Any bytes through the whole `enrich` path, as the command line runs it: the bytes are a file (its
 //! extension chosen by the first byte: a table format, a trainer layout's name, a console log, an MLflow
-//! store), read, mapped, enriched and written to every output format. Errors are fine; a panic is a bug.
+//! store, a W&B run log), read, mapped, enriched and written to every output format. Errors are fine; a panic is a bug.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,6 +21,8 @@ const NAMES: &[&str] = &[
     "events.out.tfevents.1",
     "log.jsonl.gz",
     "log.csv.zst",
+    "run-x.wandb",
+    "torchtitan.log",
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -777,6 +777,41 @@ mod tests {
     }
 
     #[test]
+    fn mutated_logs_are_read_or_refused_never_a_panic() {
+        // A deterministic shake of a real-shaped log: bytes flipped, cut, duplicated and zeroed across
+        // block boundaries (the fuzz target enrich_path runs the same reader on any bytes).
+        let mut records = vec![environment()];
+        records.extend((0..30).map(|s| history(s, "1.5")));
+        let log = log_of(&records, 0);
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..400 {
+            let mut bytes = log.clone();
+            for _ in 0..(next() % 8 + 1) {
+                let at = (next() as usize) % bytes.len();
+                match next() % 4 {
+                    0 => bytes[at] ^= (next() % 255 + 1) as u8,
+                    1 => bytes.truncate(at.max(1)),
+                    2 => {
+                        let end = (at + (next() % 64) as usize).min(bytes.len());
+                        bytes[at..end].fill(0);
+                    }
+                    _ => {
+                        let piece = bytes[at..(at + 40).min(bytes.len())].to_vec();
+                        bytes.splice(at..at, piece);
+                    }
+                }
+            }
+            let _ = read(&bytes, "run-m.wandb", &none());
+        }
+    }
+
+    #[test]
     fn values_and_parameters() {
         assert_eq!(json_value("3"), Some(Cell::Int(3)));
         assert_eq!(
