@@ -61,7 +61,7 @@ pub fn record_batch_to_frame(batch: &RecordBatch) -> Result<DataFrame, BridgeErr
     Ok(DataFrame::new(batch.num_rows(), columns)?)
 }
 
-fn arrow_rs_to_series(name: &str, array: &ArrayRef) -> Result<Series, BridgeError> {
+pub(crate) fn arrow_rs_to_series(name: &str, array: &ArrayRef) -> Result<Series, BridgeError> {
     let (ffi_array, ffi_schema) = to_ffi(&array.to_data())?;
     // SAFETY: both crates define these structs as the C Data Interface's `struct ArrowArray` and
     // `struct ArrowSchema` (repr(C), identical layout; transmute checks the sizes). Ownership, and with it

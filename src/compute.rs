@@ -205,6 +205,9 @@ pub fn rolling_mean(values: &[Option<f64>], runs: &[u32], n: usize) -> Vec<Optio
 fn text_values<'a>(texts: &'a Texts, n: usize) -> Box<dyn Iterator<Item = Option<&'a str>> + 'a> {
     match texts {
         Texts::Column(c) => Box::new(c.iter()),
+        Texts::Coded { codes, values } => {
+            Box::new(codes.iter().map(|c| values[*c as usize].as_deref()))
+        }
         Texts::Constant(s) => Box::new(std::iter::repeat_n(Some(s.as_str()), n)),
         Texts::Missing => Box::new(std::iter::repeat_n(None, n)),
     }
@@ -221,8 +224,42 @@ fn f64_column(name: &str, v: &[Option<f64>]) -> Column {
     Float64Chunked::from_vec_validity(name.into(), values, validity).into_column()
 }
 
+/// The added columns as plain values, before they become a table's columns.
+#[derive(Debug)]
+pub struct ComputedValues {
+    /// Each distinct (device, precision) pair's resolution, and each row's pair.
+    pub pairs: Vec<Resolved>,
+    pub row_pair: Vec<u32>,
+    /// The five numeric columns of the six, in output order, then the extras asked for.
+    pub numbers: Vec<(&'static str, Vec<Option<f64>>)>,
+    pub stats: ComputeStats,
+}
+
 /// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
 pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
+    let computed = compute_values(values, resolver, extras);
+    let mut resolved_device = TextColumn::with_capacity(computed.row_pair.len());
+    for &pair in &computed.row_pair {
+        match computed.pairs[pair as usize].device.as_deref() {
+            Some(device) => resolved_device.push_value(device),
+            None => resolved_device.push_null(),
+        }
+    }
+    let mut columns = Vec::with_capacity(computed.numbers.len() + 1);
+    columns.push(
+        StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
+    );
+    for (name, values) in &computed.numbers {
+        columns.push(f64_column(name, values));
+    }
+    Computed {
+        columns,
+        stats: computed.stats,
+    }
+}
+
+/// [`compute`], giving the values rather than columns.
+pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras) -> ComputedValues {
     let n = values.height;
     let mut stats = ComputeStats {
         rows: n,
@@ -253,7 +290,6 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
         row_pair.push(idx as u32);
     }
 
-    let mut resolved_device = TextColumn::with_capacity(n);
     let mut peak_col: Vec<Option<f64>> = Vec::with_capacity(n);
     let mut tps_col: Vec<Option<f64>> = Vec::with_capacity(n);
     let mut achieved_col: Vec<Option<f64>> = Vec::with_capacity(n);
@@ -317,10 +353,6 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
             Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
             Some(_) => {}
         }
-        match resolved.device.as_deref() {
-            Some(device) => resolved_device.push_value(device),
-            None => resolved_device.push_null(),
-        }
         peak_col.push(peak);
         tps_col.push(tps);
         achieved_col.push(achieved);
@@ -344,20 +376,12 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
     };
     let mut extra_columns = if extras.hfu {
         vec![
-            f64_column(HFU_WALL_CLOCK, &scaled(&mfu_col)),
-            f64_column(HFU_FWD_BWD, &scaled(&mfu_fb_col)),
+            (HFU_WALL_CLOCK, scaled(&mfu_col)),
+            (HFU_FWD_BWD, scaled(&mfu_fb_col)),
         ]
     } else {
         Vec::new()
     };
-    let mut columns = vec![
-        StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
-        f64_column(PEAK_FLOPS_PER_DEVICE, &peak_col),
-        f64_column(TOKENS_PER_SECOND, &tps_col),
-        f64_column(ACHIEVED_FLOPS_PER_DEVICE, &achieved_col),
-        f64_column(MFU_WALL_CLOCK, &mfu_col),
-        f64_column(MFU_FWD_BWD, &mfu_fb_col),
-    ];
     if let Some(logged_peak) = extras.logged_peak_flops {
         let corrected: Vec<Option<f64>> = peak_col
             .iter()
@@ -367,24 +391,36 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
                 _ => None,
             })
             .collect();
-        extra_columns.push(f64_column(MFU_LOGGED_CORRECTED, &corrected));
+        extra_columns.push((MFU_LOGGED_CORRECTED, corrected));
     }
     if let Some(n) = extras.window.filter(|n| *n > 0) {
-        extra_columns.push(f64_column(
+        extra_columns.push((
             MFU_WALL_CLOCK_ROLLING,
-            &rolling_mean(&mfu_col, &values.runs, n),
+            rolling_mean(&mfu_col, &values.runs, n),
         ));
-        extra_columns.push(f64_column(
+        extra_columns.push((
             MFU_FWD_BWD_ROLLING,
-            &rolling_mean(&mfu_fb_col, &values.runs, n),
+            rolling_mean(&mfu_fb_col, &values.runs, n),
         ));
-        extra_columns.push(f64_column(
+        extra_columns.push((
             TOKENS_PER_SECOND_ROLLING,
-            &rolling_mean(&tps_col, &values.runs, n),
+            rolling_mean(&tps_col, &values.runs, n),
         ));
     }
-    columns.extend(extra_columns);
-    Computed { columns, stats }
+    let mut numbers = vec![
+        (PEAK_FLOPS_PER_DEVICE, peak_col),
+        (TOKENS_PER_SECOND, tps_col),
+        (ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
+        (MFU_WALL_CLOCK, mfu_col),
+        (MFU_FWD_BWD, mfu_fb_col),
+    ];
+    numbers.extend(extra_columns);
+    ComputedValues {
+        pairs,
+        row_pair,
+        numbers,
+        stats,
+    }
 }
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ impl EnrichOptions {
         names
     }
 
-    fn extras(&self) -> Extras {
+    pub fn extras(&self) -> Extras {
         Extras {
             hfu: self.recompute == Recompute::Full,
             logged_peak_flops: self.logged_peak_flops,
@@ -132,38 +132,49 @@ pub enum EnrichError {
     Polars(#[from] PolarsError),
 }
 
-/// Enriches one table: every input column kept, in order, then the six added columns.
-pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enriched, EnrichError> {
-    if df.width() == 0 {
+/// How a table with these column names is enriched: where each field comes from, and which input columns
+/// are renamed because an added column takes their name (a trainer's own `tokens_per_second` is kept as
+/// `tokens_per_second_input`).
+pub fn plan_columns(
+    names: &[&str],
+    options: &EnrichOptions,
+) -> Result<(ColumnMapping, Vec<(String, String)>), EnrichError> {
+    if names.is_empty() {
         return Err(EnrichError::NoColumns);
     }
+    if OUTPUT_COLUMNS.iter().all(|c| names.contains(c)) {
+        return Err(EnrichError::AlreadyEnriched);
+    }
+    let mapping = map_columns(names, &options.columns)?;
+    let mut renamed = Vec::new();
+    for taken in options.added_columns() {
+        if names.contains(&taken) {
+            let mut new = format!("{taken}_input");
+            let mut k = 2;
+            while names.contains(&new.as_str()) {
+                new = format!("{taken}_input{k}");
+                k += 1;
+            }
+            renamed.push((taken.to_string(), new));
+        }
+    }
+    Ok((mapping, renamed))
+}
+
+/// Enriches one table: every input column kept, in order, then the six added columns.
+pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enriched, EnrichError> {
     let names: Vec<String> = df
         .get_column_names()
         .iter()
         .map(|s| s.to_string())
         .collect();
-    if OUTPUT_COLUMNS.iter().all(|c| names.iter().any(|n| n == c)) {
-        return Err(EnrichError::AlreadyEnriched);
-    }
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mapping = map_columns(&name_refs, &options.columns)?;
+    let (mapping, renamed) = plan_columns(&name_refs, options)?;
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();
-
-    // A log may carry a column with one of our names (a trainer's own tokens_per_second): keep it, renamed.
-    let mut renamed = Vec::new();
-    for taken in options.added_columns() {
-        if names.iter().any(|n| n == taken) {
-            let mut new = format!("{taken}_input");
-            let mut k = 2;
-            while names.contains(&new) {
-                new = format!("{taken}_input{k}");
-                k += 1;
-            }
-            df.rename(taken, new.as_str().into())?;
-            renamed.push((taken.to_string(), new));
-        }
+    for (old, new) in &renamed {
+        df.rename(old, new.as_str().into())?;
     }
     let frame = df.hstack(&computed.columns)?;
     Ok(Enriched {

@@ -1,16 +1,18 @@
 //! Enrichment of arrow-rs `RecordBatch`es, for embedding mfu in arrow engines (and, through the Python
-//! package, in Spark and Ray): each input column crosses into polars without copying
-//! ([`crate::arrow_bridge`]), the enrichment runs on the frame, and the added columns cross back. The
-//! input columns of the output batch are the caller's own arrays, untouched.
+//! package, in Spark and Ray): the fields are read from the batch's own arrays
+//! ([`crate::columns::arrow`]), the arithmetic is the command line's ([`crate::compute`]), and the added
+//! columns are built as Arrow arrays. The input columns of the output batch are the caller's own arrays,
+//! untouched.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, RecordBatch};
-use arrow::datatypes::{DataType as ArrowType, Field as ArrowRsField, Schema, SchemaRef};
+use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringBuilder};
+use arrow::datatypes::{Field as ArrowRsField, Schema, SchemaRef};
 
-use crate::arrow_bridge::{record_batch_to_frame, series_to_arrow_rs, BridgeError};
-use crate::compute::{ComputeStats, RESOLVED_DEVICE};
-use crate::enrich::{enrich_frame, EnrichError, EnrichOptions, Enriched};
+use crate::arrow_bridge::BridgeError;
+use crate::columns::{extract_from, ColumnMapping};
+use crate::compute::{compute_values, ComputeStats, ComputedValues, RESOLVED_DEVICE};
+use crate::enrich::{plan_columns, EnrichError, EnrichOptions};
 use crate::read::Shape;
 
 use super::enrich::stats_warnings;
@@ -40,26 +42,50 @@ pub fn enrich_record_batch_reporting(
     options: &EnrichOptions,
     label: &str,
 ) -> Result<EnrichedBatch, BatchError> {
-    let frame = record_batch_to_frame(batch)?;
-    let enriched = enrich_frame(frame, options)?;
+    let done = enrich(batch, options)?;
     let seen = Seen {
         how: String::new(),
         shape: Shape::Table,
-        rows: enriched.frame.height(),
+        rows: batch.num_rows(),
         notes: Vec::new(),
         read_warnings: Vec::new(),
-        mapping: enriched.mapping.clone(),
-        non_numeric: enriched.non_numeric.clone(),
-        renamed: enriched.renamed.clone(),
+        mapping: done.mapping,
+        non_numeric: done.non_numeric,
+        renamed: done.renamed,
         torn: None,
         rejects: Vec::new(),
     };
     let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
-    warnings.extend(stats_warnings(&enriched.stats));
-    let stats = enriched.stats.clone();
+    warnings.extend(stats_warnings(&done.stats));
     Ok(EnrichedBatch {
-        batch: added_columns(batch, enriched, options)?,
+        batch: done.batch,
         warnings,
+        stats: done.stats,
+    })
+}
+
+/// A batch enriched, and what was seen doing it.
+struct Done {
+    batch: RecordBatch,
+    mapping: ColumnMapping,
+    non_numeric: Vec<(String, usize)>,
+    renamed: Vec<(String, String)>,
+    stats: ComputeStats,
+}
+
+fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchError> {
+    let schema = batch.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let (mapping, renamed) = plan_columns(&names, options)?;
+    let values =
+        extract_from(batch, &mapping, options.columns.model.as_ref()).map_err(EnrichError::from)?;
+    let computed = compute_values(&values, &options.resolver, options.extras());
+    let stats = computed.stats.clone();
+    Ok(Done {
+        batch: added_columns(batch, &renamed, computed)?,
+        mapping,
+        non_numeric: values.non_numeric,
+        renamed,
         stats,
     })
 }
@@ -89,41 +115,48 @@ pub fn enrich_record_batch(
     batch: &RecordBatch,
     options: &EnrichOptions,
 ) -> Result<RecordBatch, BatchError> {
-    let frame = record_batch_to_frame(batch)?;
-    let enriched = enrich_frame(frame, options)?;
-    added_columns(batch, enriched, options)
+    Ok(enrich(batch, options)?.batch)
 }
 
-/// `batch`'s own arrays (renamed where needed) followed by the added columns of `enriched`.
+/// `batch`'s own arrays (renamed where needed) followed by the added columns.
 fn added_columns(
     batch: &RecordBatch,
-    enriched: Enriched,
-    options: &EnrichOptions,
+    renamed: &[(String, String)],
+    computed: ComputedValues,
 ) -> Result<RecordBatch, BatchError> {
     let schema = batch.schema();
     let mut fields: Vec<ArrowRsField> = Vec::with_capacity(batch.num_columns() + 8);
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(fields.capacity());
     for (field, array) in schema.fields().iter().zip(batch.columns()) {
-        let name = enriched
-            .renamed
+        let name = renamed
             .iter()
             .find(|(old, _)| old == field.name())
             .map_or(field.name().as_str(), |(_, new)| new.as_str());
         fields.push(field.as_ref().clone().with_name(name));
         arrays.push(array.clone());
     }
-    for name in options.added_columns() {
-        let series = enriched
-            .frame
-            .column(name)
-            .map_err(EnrichError::from)?
-            .as_materialized_series()
-            .rechunk();
-        let mut array = series_to_arrow_rs(&series)?;
-        if name == RESOLVED_DEVICE {
-            // Plain Utf8 is what every Arrow consumer reads.
-            array = arrow::compute::cast(&array, &ArrowType::Utf8).map_err(BridgeError::from)?;
-        }
+    // Plain Utf8, which every Arrow consumer reads.
+    let rows = computed.row_pair.len();
+    let bytes = computed
+        .pairs
+        .iter()
+        .map(|p| p.device.as_deref().map_or(0, str::len))
+        .max()
+        .unwrap_or(0)
+        * rows;
+    let mut devices = StringBuilder::with_capacity(rows, bytes);
+    for &pair in &computed.row_pair {
+        devices.append_option(computed.pairs[pair as usize].device.as_deref());
+    }
+    let devices: ArrayRef = Arc::new(devices.finish());
+    fields.push(ArrowRsField::new(
+        RESOLVED_DEVICE,
+        devices.data_type().clone(),
+        true,
+    ));
+    arrays.push(devices);
+    for (name, values) in computed.numbers {
+        let array: ArrayRef = Arc::new(Float64Array::from(values));
         fields.push(ArrowRsField::new(name, array.data_type().clone(), true));
         arrays.push(array);
     }
@@ -150,7 +183,8 @@ mod tests {
     use super::*;
     use crate::compute::OUTPUT_COLUMNS;
     use crate::peaks::Resolver;
-    use arrow::array::{Float64Array, Int64Array, StringArray};
+    use arrow::array::{Array, Float64Array, Int64Array, StringArray};
+    use arrow::datatypes::DataType as ArrowType;
 
     fn options() -> EnrichOptions {
         EnrichOptions::new(Resolver::builtin())
@@ -223,6 +257,180 @@ mod tests {
             .downcast_ref::<Float64Array>()
             .unwrap();
         assert_eq!(fwd_bwd.null_count(), 2);
+    }
+
+    /// The added columns the polars way (the whole batch carried into a frame, as before this module
+    /// read batches directly), as Arrow arrays.
+    fn through_polars(batch: &RecordBatch, options: &EnrichOptions) -> Vec<ArrayRef> {
+        let frame = crate::arrow_bridge::record_batch_to_frame(batch).unwrap();
+        let enriched = crate::enrich::enrich_frame(frame, options).unwrap();
+        options
+            .added_columns()
+            .iter()
+            .map(|name| {
+                let series = enriched
+                    .frame
+                    .column(name)
+                    .unwrap()
+                    .as_materialized_series()
+                    .rechunk();
+                let array = crate::arrow_bridge::series_to_arrow_rs(&series).unwrap();
+                if *name == RESOLVED_DEVICE {
+                    arrow::compute::cast(&array, &ArrowType::Utf8).unwrap()
+                } else {
+                    array
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn direct_reading_equals_the_polars_way_over_column_types() {
+        use arrow::array::{
+            Decimal128Array, DictionaryArray, Float32Array, LargeStringArray, StringViewArray,
+            UInt32Array,
+        };
+        use arrow::datatypes::Int32Type;
+        let n = 9;
+        let schema = Schema::new(vec![
+            ArrowRsField::new("run_id", ArrowType::Utf8, true),
+            ArrowRsField::new("step", ArrowType::Int64, true),
+            ArrowRsField::new("elapsed_time", ArrowType::Utf8, true),
+            ArrowRsField::new("fwd_bwd_time_ms", ArrowType::LargeUtf8, true),
+            ArrowRsField::new("tokens", ArrowType::UInt32, true),
+            ArrowRsField::new("world_size", ArrowType::Float32, true),
+            ArrowRsField::new("flops_per_token", ArrowType::Decimal128(20, 0), true),
+            ArrowRsField::new(
+                "gpu",
+                ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(ArrowType::Utf8)),
+                true,
+            ),
+            ArrowRsField::new("precision", ArrowType::Utf8View, true),
+            ArrowRsField::new("mfu(%)", ArrowType::Float64, true),
+            ArrowRsField::new("tokens_per_second", ArrowType::Float64, true),
+        ]);
+        let gpus: DictionaryArray<Int32Type> = vec![
+            Some("NVIDIA H100 80GB HBM3"),
+            Some("NVIDIA H100 80GB HBM3"),
+            None,
+            Some("NVIDIA A100-SXM4-80GB"),
+            Some("NVIDIA A100-SXM4-80GB"),
+            Some("Acme X9"),
+            Some("NVIDIA H100 80GB HBM3;NVIDIA A100-SXM4-80GB"),
+            Some("NVIDIA H100 80GB HBM3"),
+            Some("NVIDIA H100 80GB HBM3"),
+        ]
+        .into_iter()
+        .collect();
+        let batch = RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                Arc::new(StringArray::from(vec![
+                    "a", "a", "a", "b", "b", "b", "a", "c", "c",
+                ])),
+                Arc::new(Int64Array::from(vec![
+                    Some(1),
+                    Some(2),
+                    Some(3),
+                    Some(1),
+                    Some(3),
+                    None,
+                    Some(4),
+                    Some(1),
+                    Some(2),
+                ])),
+                Arc::new(StringArray::from(vec![
+                    Some("1.0"),
+                    Some("2.5"),
+                    Some("0:00:04"),
+                    Some("10s"),
+                    Some("12"),
+                    Some("nope"),
+                    Some("5e-324"),
+                    None,
+                    Some("1 day, 0:00:00"),
+                ])),
+                Arc::new(LargeStringArray::from(vec![
+                    Some("800ms"),
+                    Some("1,200"),
+                    Some("nan"),
+                    Some("-5"),
+                    Some("1.5 s"),
+                    Some("x"),
+                    Some("0"),
+                    Some("900"),
+                    None,
+                ])),
+                Arc::new(UInt32Array::from(vec![
+                    Some(4096),
+                    Some(4096),
+                    Some(8192),
+                    None,
+                    Some(1),
+                    Some(0),
+                    Some(u32::MAX),
+                    Some(4096),
+                    Some(4096),
+                ])),
+                Arc::new(Float32Array::from(vec![
+                    Some(8.0),
+                    Some(8.0),
+                    Some(0.0),
+                    Some(-1.0),
+                    Some(f32::NAN),
+                    Some(2.5),
+                    Some(8.0),
+                    None,
+                    Some(16.0),
+                ])),
+                Arc::new(
+                    Decimal128Array::from(vec![Some(42_000_000_000i128); n])
+                        .with_precision_and_scale(20, 0)
+                        .unwrap(),
+                ),
+                Arc::new(gpus),
+                Arc::new(StringViewArray::from(vec![
+                    Some("bf16"),
+                    Some("torch.bfloat16"),
+                    Some("fp8"),
+                    None,
+                    Some("16-mixed"),
+                    Some("fp32"),
+                    Some("bf16"),
+                    Some("int4"),
+                    Some("tf32"),
+                ])),
+                Arc::new(Float64Array::from(vec![Some(40.0); n])),
+                Arc::new(Float64Array::from(vec![Some(1.0); n])),
+            ],
+        )
+        .unwrap();
+        let mut options = options();
+        options.logged_peak_flops = Some(312e12);
+        options.window = Some(2);
+        options.recompute = crate::flops::Recompute::Full;
+        options.columns.time_unit = None;
+        let direct = enrich_record_batch(&batch, &options).unwrap();
+        let want = through_polars(&batch, &options);
+        let added = direct.num_columns() - batch.num_columns();
+        assert_eq!(added, want.len());
+        assert_eq!(
+            direct.schema().field(batch.num_columns() - 1).name(),
+            "tokens_per_second_input"
+        );
+        for (k, want) in want.iter().enumerate() {
+            let got = direct.column(batch.num_columns() + k);
+            assert_eq!(got.data_type(), want.data_type(), "column {k}");
+            assert_eq!(
+                got.to_data(),
+                want.to_data(),
+                "column {k}: {got:?} vs {want:?}"
+            );
+        }
+        let reported = enrich_record_batch_reporting(&batch, &options, "t").unwrap();
+        let frame = crate::arrow_bridge::record_batch_to_frame(&batch).unwrap();
+        let enriched = crate::enrich::enrich_frame(frame, &options).unwrap();
+        assert_eq!(reported.stats, enriched.stats);
     }
 
     #[test]

@@ -14,6 +14,8 @@ use polars::prelude::*;
 
 use crate::values::{parse_cell, CellNumber, NotANumber};
 
+pub mod arrow;
+
 /// A quantity the MFU computation reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Field {
@@ -694,6 +696,12 @@ impl Numbers {
 #[derive(Debug, Clone)]
 pub enum Texts {
     Column(StringChunked),
+    /// Each row's value as an index into `values`, in order of first appearance (text read from Arrow
+    /// arrays: a log's text is a handful of values repeated row after row).
+    Coded {
+        codes: Vec<u32>,
+        values: Vec<Option<String>>,
+    },
     Constant(String),
     Missing,
 }
@@ -703,10 +711,55 @@ impl Texts {
     pub fn get(&self, row: usize) -> Option<&str> {
         match self {
             Texts::Column(c) => c.get(row),
+            Texts::Coded { codes, values } => values[codes[row] as usize].as_deref(),
             Texts::Constant(s) => Some(s.as_str()),
             Texts::Missing => None,
         }
     }
+}
+
+/// A table fields are read from: a polars frame (the command line), or an Arrow record batch (the Python
+/// package and the engines, see [`arrow`]), each column read where it lies.
+pub trait FieldTable {
+    fn height(&self) -> usize;
+    /// The column's cells as numbers (`scale` applied; a duration's own unit when `is_time`), with the
+    /// count of cells that held something other than a number.
+    fn numbers(
+        &self,
+        column: &str,
+        scale: f64,
+        is_time: bool,
+    ) -> PolarsResult<(Vec<Option<f64>>, usize)>;
+    /// The column's cells as text.
+    fn texts(&self, column: &str) -> PolarsResult<Texts>;
+}
+
+impl FieldTable for DataFrame {
+    fn height(&self) -> usize {
+        DataFrame::height(self)
+    }
+
+    fn numbers(
+        &self,
+        column: &str,
+        scale: f64,
+        is_time: bool,
+    ) -> PolarsResult<(Vec<Option<f64>>, usize)> {
+        numeric_values(self.column(column)?, scale, is_time)
+    }
+
+    fn texts(&self, column: &str) -> PolarsResult<Texts> {
+        Ok(Texts::Column(text_values(self.column(column)?)?))
+    }
+}
+
+/// A column's cells as text: lists joined, other types cast.
+fn text_values(col: &Column) -> PolarsResult<StringChunked> {
+    Ok(match col.dtype() {
+        DataType::String => col.str()?.clone(),
+        DataType::List(_) => join_lists(col)?,
+        _ => col.cast(&DataType::String)?.str()?.clone(),
+    })
 }
 
 /// The typed values of every field the computation reads, for one frame.
@@ -740,6 +793,15 @@ pub fn extract(
     mapping: &ColumnMapping,
     model: Option<&ModelFlops>,
 ) -> PolarsResult<FieldValues> {
+    extract_from(df, mapping, model)
+}
+
+/// [`extract`] from any [`FieldTable`].
+pub fn extract_from(
+    df: &dyn FieldTable,
+    mapping: &ColumnMapping,
+    model: Option<&ModelFlops>,
+) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
     let (steps, runs) = step_order(df, mapping);
     let mut spans = None;
@@ -751,7 +813,7 @@ pub fn extract(
                 cumulative,
             } => {
                 let scale = unit.map_or(1.0, TimeUnit::to_seconds);
-                let (values, bad) = numeric_values(df.column(name)?, scale, unit.is_some())?;
+                let (values, bad) = df.numbers(name, scale, unit.is_some())?;
                 if bad > 0 {
                     non_numeric.push((name.clone(), bad));
                 }
@@ -797,15 +859,7 @@ pub fn extract(
     }
     let texts = |field: Field| -> PolarsResult<Texts> {
         Ok(match mapping.source(field) {
-            FieldSource::Column { name, .. } => {
-                let col = df.column(name)?;
-                let as_text = match col.dtype() {
-                    DataType::String => col.str()?.clone(),
-                    DataType::List(_) => join_lists(col)?,
-                    _ => col.cast(&DataType::String)?.str()?.clone(),
-                };
-                Texts::Column(as_text)
-            }
+            FieldSource::Column { name, .. } => df.texts(name)?,
             FieldSource::Text(t)
             | FieldSource::Fact {
                 value: FactValue::Text(t),
@@ -885,35 +939,14 @@ fn join_lists(col: &Column) -> PolarsResult<StringChunked> {
 
 /// A column as f64 values times `scale`, with the count of text cells that were not numbers. For a
 /// duration (`is_time`), a cell that names its own unit (`2950ms`, `0:01:05`) is read in that unit.
-fn numeric_values(
+pub(crate) fn numeric_values(
     col: &Column,
     scale: f64,
     is_time: bool,
 ) -> PolarsResult<(Vec<Option<f64>>, usize)> {
     let scaled = |v: f64| v * scale;
     match col.dtype() {
-        DataType::String => {
-            let mut bad = 0;
-            let values = col
-                .str()?
-                .iter()
-                .map(|cell| match parse_cell(cell?) {
-                    Ok(None) => None,
-                    Ok(Some(CellNumber {
-                        value,
-                        seconds_per_unit,
-                    })) => match seconds_per_unit {
-                        Some(f) if is_time => Some(value * f),
-                        _ => Some(scaled(value)),
-                    },
-                    Err(NotANumber) => {
-                        bad += 1;
-                        None
-                    }
-                })
-                .collect();
-            Ok((values, bad))
-        }
+        DataType::String => Ok(text_numbers(col.str()?.iter(), scale, is_time)),
         DataType::Boolean => Ok((vec![None; col.len()], col.len() - col.null_count())),
         // Dictionary-encoded text (pandas categoricals in Parquet) is read as the text it stands for.
         DataType::Categorical(..) | DataType::Enum(..) => {
@@ -943,6 +976,33 @@ fn numeric_values(
     }
 }
 
+/// Text cells read as numbers (see [`crate::values::parse_cell`]): `scale` applied, or a duration's own
+/// unit when `is_time`; with the count of cells that are not numbers.
+pub(crate) fn text_numbers<'a>(
+    cells: impl Iterator<Item = Option<&'a str>>,
+    scale: f64,
+    is_time: bool,
+) -> (Vec<Option<f64>>, usize) {
+    let mut bad = 0;
+    let values = cells
+        .map(|cell| match parse_cell(cell?) {
+            Ok(None) => None,
+            Ok(Some(CellNumber {
+                value,
+                seconds_per_unit,
+            })) => match seconds_per_unit {
+                Some(f) if is_time => Some(value * f),
+                _ => Some(value * scale),
+            },
+            Err(NotANumber) => {
+                bad += 1;
+                None
+            }
+        })
+        .collect();
+    (values, bad)
+}
+
 /// `mfu(%)`, `mfu_pct`, `mfu_percent`: the values are percentages.
 fn names_a_percentage(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -951,24 +1011,20 @@ fn names_a_percentage(name: &str) -> bool {
 
 /// Each row's step (the row's position when the log has no step column) and run (an index per distinct
 /// run_id; one run when there is none), for differencing counters.
-fn step_order(df: &DataFrame, mapping: &ColumnMapping) -> (Vec<Option<f64>>, Vec<u32>) {
+fn step_order(df: &dyn FieldTable, mapping: &ColumnMapping) -> (Vec<Option<f64>>, Vec<u32>) {
     let n = df.height();
     let steps = match mapping.source(Field::Step) {
-        FieldSource::Column { name, .. } => df
-            .column(name)
-            .ok()
-            .and_then(|c| numeric_values(c, 1.0, false).ok())
-            .map(|(v, _)| v),
+        FieldSource::Column { name, .. } => df.numbers(name, 1.0, false).ok().map(|(v, _)| v),
         _ => None,
     }
     .unwrap_or_else(|| (1..=n).map(|i| Some(i as f64)).collect());
     let runs = match mapping.source(Field::RunId) {
-        FieldSource::Column { name, .. } => {
-            match df.column(name).and_then(|c| c.cast(&DataType::String)) {
-                Ok(c) => run_indices(c.str().expect("cast to String")),
-                Err(_) => vec![0; n],
-            }
-        }
+        FieldSource::Column { name, .. } => match df.texts(name) {
+            // Codes are given in order of first appearance: they are the run indices.
+            Ok(Texts::Coded { codes, .. }) => codes,
+            Ok(texts) => run_indices((0..n).map(|row| texts.get(row))),
+            Err(_) => vec![0; n],
+        },
         _ => vec![0; n],
     };
     (steps, runs)
@@ -976,11 +1032,10 @@ fn step_order(df: &DataFrame, mapping: &ColumnMapping) -> (Vec<Option<f64>>, Vec
 
 /// An index per distinct run name, in order of first appearance. Rows of a run are usually contiguous, so
 /// the previous row's name is checked before the map.
-fn run_indices(names: &StringChunked) -> Vec<u32> {
+fn run_indices<'a>(names: impl Iterator<Item = Option<&'a str>>) -> Vec<u32> {
     let mut ids: HashMap<Option<&str>, u32> = HashMap::new();
     let mut last: Option<(Option<&str>, u32)> = None;
     names
-        .iter()
         .map(|name| match last {
             Some((prev, id)) if prev == name => id,
             _ => {
