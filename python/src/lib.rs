@@ -389,7 +389,10 @@ impl Enricher {
             .detach(|| enrich_record_batches_whole(schema, &batches, &self.options, label))
             .map_err(batch_error)?;
         self.check_strict(&enriched.stats, label)?;
-        table_out(py, enriched.batch, enriched.warnings)
+        Ok((
+            export_batches(py, enriched.schema, enriched.batches)?,
+            enriched.warnings,
+        ))
     }
 
     /// Each batch of the stream enriched on its own (Spark's mapInArrow); gives (a RecordBatchReader,

@@ -50,6 +50,44 @@ fn coded<'a>(cells: impl Iterator<Item = Option<&'a str>>, rows: usize) -> Texts
     Texts::Coded { codes, values }
 }
 
+/// Several batches of one schema read as one table (a stream enriched whole, so running totals and windows
+/// see every row), without concatenating them.
+pub struct Batches<'a>(pub &'a [RecordBatch]);
+
+impl FieldTable for Batches<'_> {
+    fn height(&self) -> usize {
+        self.0.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    fn numbers(
+        &self,
+        name: &str,
+        scale: f64,
+        is_time: bool,
+    ) -> PolarsResult<(Vec<Option<f64>>, usize)> {
+        let mut values = Vec::with_capacity(self.height());
+        let mut bad = 0;
+        for batch in self.0 {
+            let (v, b) = batch.numbers(name, scale, is_time)?;
+            values.extend(v);
+            bad += b;
+        }
+        Ok((values, bad))
+    }
+
+    fn texts(&self, name: &str) -> PolarsResult<Texts> {
+        let parts = self
+            .0
+            .iter()
+            .map(|b| b.texts(name).map(|t| (t, b.num_rows())))
+            .collect::<PolarsResult<Vec<_>>>()?;
+        let cells = parts
+            .iter()
+            .flat_map(|(texts, rows)| (0..*rows).map(move |row| texts.get(row)));
+        Ok(coded(cells, self.height()))
+    }
+}
+
 impl FieldTable for RecordBatch {
     fn height(&self) -> usize {
         self.num_rows()

@@ -90,16 +90,68 @@ fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchErr
     })
 }
 
-/// Enriches every batch as one table (the batches concatenated first, so running totals and rolling
-/// windows see every row, as the command line sees a whole file).
+/// Batches enriched as one table, with what the user should know about them.
+#[derive(Debug)]
+pub struct EnrichedBatches {
+    /// One output batch per input batch, of the same rows.
+    pub batches: Vec<RecordBatch>,
+    pub schema: SchemaRef,
+    pub warnings: Vec<String>,
+    pub stats: ComputeStats,
+}
+
+/// Enriches every batch as one table (running totals and rolling windows see every row, as the command
+/// line sees a whole file), without concatenating them: the fields are read across the batches, computed
+/// once, and each output batch is an input batch's own arrays with its slice of the added columns.
 pub fn enrich_record_batches_whole(
     schema: SchemaRef,
     batches: &[RecordBatch],
     options: &EnrichOptions,
     label: &str,
-) -> Result<EnrichedBatch, BatchError> {
-    let one = arrow::compute::concat_batches(&schema, batches).map_err(BridgeError::from)?;
-    enrich_record_batch_reporting(&one, options, label)
+) -> Result<EnrichedBatches, BatchError> {
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let (mapping, renamed) = plan_columns(&names, options)?;
+    let values = extract_from(
+        &crate::columns::arrow::Batches(batches),
+        &mapping,
+        options.columns.model.as_ref(),
+    )
+    .map_err(EnrichError::from)?;
+    let computed = compute_values(&values, &options.resolver, options.extras());
+    let stats = computed.stats.clone();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let seen = Seen {
+        how: String::new(),
+        shape: Shape::Table,
+        rows,
+        notes: Vec::new(),
+        read_warnings: Vec::new(),
+        mapping,
+        non_numeric: values.non_numeric,
+        renamed,
+        torn: None,
+        rejects: Vec::new(),
+    };
+    let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
+    warnings.extend(stats_warnings(&stats));
+    let empty = RecordBatch::new_empty(schema.clone());
+    let added = added_arrays(computed);
+    let out_schema = output_schema_of(&empty, &seen.renamed, &added);
+    let mut out = Vec::with_capacity(batches.len());
+    let mut offset = 0;
+    for batch in batches {
+        let n = batch.num_rows();
+        let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
+        arrays.extend(added.iter().map(|(_, a)| a.slice(offset, n)));
+        offset += n;
+        out.push(RecordBatch::try_new(out_schema.clone(), arrays).map_err(BridgeError::from)?);
+    }
+    Ok(EnrichedBatches {
+        batches: out,
+        schema: out_schema,
+        warnings,
+        stats,
+    })
 }
 
 /// The schema enrichment gives a table of `schema`: its fields (renamed where an added column takes the
@@ -124,18 +176,37 @@ fn added_columns(
     renamed: &[(String, String)],
     computed: ComputedValues,
 ) -> Result<RecordBatch, BatchError> {
+    let added = added_arrays(computed);
+    let schema = output_schema_of(batch, renamed, &added);
+    let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
+    arrays.extend(added.into_iter().map(|(_, a)| a));
+    Ok(RecordBatch::try_new(schema, arrays).map_err(BridgeError::from)?)
+}
+
+/// The schema of `batch` enriched: its fields (renamed where needed), then the added columns.
+fn output_schema_of(
+    batch: &RecordBatch,
+    renamed: &[(String, String)],
+    added: &[(&'static str, ArrayRef)],
+) -> SchemaRef {
     let schema = batch.schema();
-    let mut fields: Vec<ArrowRsField> = Vec::with_capacity(batch.num_columns() + 8);
-    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(fields.capacity());
-    for (field, array) in schema.fields().iter().zip(batch.columns()) {
+    let mut fields: Vec<ArrowRsField> = Vec::with_capacity(batch.num_columns() + added.len());
+    for field in schema.fields() {
         let name = renamed
             .iter()
             .find(|(old, _)| old == field.name())
             .map_or(field.name().as_str(), |(_, new)| new.as_str());
         fields.push(field.as_ref().clone().with_name(name));
-        arrays.push(array.clone());
     }
-    // Plain Utf8, which every Arrow consumer reads.
+    for (name, array) in added {
+        fields.push(ArrowRsField::new(*name, array.data_type().clone(), true));
+    }
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The added columns as Arrow arrays: the resolved device as plain Utf8 (which every Arrow consumer
+/// reads), the numbers as Float64.
+fn added_arrays(computed: ComputedValues) -> Vec<(&'static str, ArrayRef)> {
     let rows = computed.row_pair.len();
     let bytes = computed
         .pairs
@@ -148,20 +219,12 @@ fn added_columns(
     for &pair in &computed.row_pair {
         devices.append_option(computed.pairs[pair as usize].device.as_deref());
     }
-    let devices: ArrayRef = Arc::new(devices.finish());
-    fields.push(ArrowRsField::new(
-        RESOLVED_DEVICE,
-        devices.data_type().clone(),
-        true,
-    ));
-    arrays.push(devices);
+    let mut added: Vec<(&'static str, ArrayRef)> =
+        vec![(RESOLVED_DEVICE, Arc::new(devices.finish()) as ArrayRef)];
     for (name, values) in computed.numbers {
-        let array: ArrayRef = Arc::new(Float64Array::from(values));
-        fields.push(ArrowRsField::new(name, array.data_type().clone(), true));
-        arrays.push(array);
+        added.push((name, Arc::new(Float64Array::from(values)) as ArrayRef));
     }
-    let schema = Schema::new_with_metadata(fields, schema.metadata().clone());
-    Ok(RecordBatch::try_new(Arc::new(schema), arrays).map_err(BridgeError::from)?)
+    added
 }
 
 /// Enriches each batch of a stream in turn.
@@ -431,6 +494,60 @@ mod tests {
         let frame = crate::arrow_bridge::record_batch_to_frame(&batch).unwrap();
         let enriched = crate::enrich::enrich_frame(frame, &options).unwrap();
         assert_eq!(reported.stats, enriched.stats);
+    }
+
+    #[test]
+    fn a_stream_enriched_whole_equals_its_batches_concatenated() {
+        // A running total (elapsed_time) and a rolling window across batch boundaries.
+        let schema = Arc::new(Schema::new(vec![
+            ArrowRsField::new("run_id", ArrowType::Utf8, true),
+            ArrowRsField::new("step", ArrowType::Int64, true),
+            ArrowRsField::new("elapsed_time", ArrowType::Float64, true),
+            ArrowRsField::new("gpu", ArrowType::Utf8, true),
+        ]));
+        let part = |runs: Vec<&str>, steps: Vec<i64>, elapsed: Vec<f64>| {
+            let n = runs.len();
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(StringArray::from(runs)),
+                    Arc::new(Int64Array::from(steps)),
+                    Arc::new(Float64Array::from(elapsed)),
+                    Arc::new(StringArray::from(vec!["NVIDIA H100 80GB HBM3"; n])),
+                ],
+            )
+            .unwrap()
+        };
+        let batches = vec![
+            part(vec!["a", "a"], vec![1, 2], vec![1.0, 2.0]),
+            part(vec!["a", "b", "b"], vec![4, 1, 2], vec![5.0, 1.0, 3.5]),
+            part(vec![], vec![], vec![]),
+            part(vec!["a"], vec![5], vec![6.5]),
+        ];
+        let mut options = options();
+        options.columns.constants.tokens_per_step = Some(4096.0);
+        options.columns.constants.num_devices = Some(8.0);
+        options.columns.constants.flops_per_token = Some(1e10);
+        options.columns.constants.dtype = Some("bf16".into());
+        options.window = Some(2);
+        let whole = enrich_record_batches_whole(schema.clone(), &batches, &options, "t").unwrap();
+        assert_eq!(whole.batches.len(), 4);
+        let rows: Vec<usize> = whole.batches.iter().map(|b| b.num_rows()).collect();
+        assert_eq!(rows, [2, 3, 0, 1]);
+        let joined = arrow::compute::concat_batches(&whole.schema, &whole.batches).unwrap();
+        let one = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        let want = enrich_record_batch(&one, &options).unwrap();
+        assert_eq!(joined, want);
+        // Step 4 of run a is 3 s after step 2, over 2 steps: 1.5 s a step.
+        let tps = joined
+            .column_by_name("tokens_per_second")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .clone();
+        assert_eq!(tps.value(2), 4096.0 / 1.5);
+        assert!(tps.is_null(0) && tps.is_null(3));
     }
 
     #[test]
