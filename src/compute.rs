@@ -213,15 +213,92 @@ fn text_values<'a>(texts: &'a Texts, n: usize) -> Box<dyn Iterator<Item = Option
     }
 }
 
+/// Each row's code of a text field whose texts are coded, constant or missing (one code for all rows).
+#[derive(Clone, Copy)]
+enum Codes<'a> {
+    Rows(&'a [u32]),
+    One,
+}
+
+impl Codes<'_> {
+    #[inline]
+    fn get(self, row: usize) -> u32 {
+        match self {
+            Codes::Rows(codes) => codes[row],
+            Codes::One => 0,
+        }
+    }
+}
+
+fn text_codes(texts: &Texts) -> Option<Codes<'_>> {
+    match texts {
+        Texts::Column(_) => None,
+        Texts::Coded { codes, .. } => Some(Codes::Rows(codes)),
+        Texts::Constant(_) | Texts::Missing => Some(Codes::One),
+    }
+}
+
 /// A nullable float column, built as values plus a validity bitmap (none when nothing is null).
-fn f64_column(name: &str, v: &[Option<f64>]) -> Column {
-    let values: Vec<f64> = v.iter().map(|x| x.unwrap_or(0.0)).collect();
-    let validity = v.iter().any(Option::is_none).then(|| {
-        v.iter()
-            .map(Option::is_some)
+fn f64_column(name: &str, v: Floats) -> Column {
+    let validity = v.has_nulls().then(|| {
+        v.valid
+            .iter()
+            .copied()
             .collect::<polars_arrow::bitmap::Bitmap>()
     });
-    Float64Chunked::from_vec_validity(name.into(), values, validity).into_column()
+    Float64Chunked::from_vec_validity(name.into(), v.values, validity).into_column()
+}
+
+/// A nullable float column being built: the values (0 where null) and whether each is there. Half the
+/// memory of `Vec<Option<f64>>` and already in the form Arrow and polars arrays take.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Floats {
+    pub values: Vec<f64>,
+    pub valid: Vec<bool>,
+}
+
+impl Floats {
+    pub fn with_capacity(n: usize) -> Floats {
+        Floats {
+            values: Vec::with_capacity(n),
+            valid: Vec::with_capacity(n),
+        }
+    }
+
+    #[inline]
+    pub fn push(&mut self, v: Option<f64>) {
+        self.values.push(v.unwrap_or(0.0));
+        self.valid.push(v.is_some());
+    }
+
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<f64> {
+        self.valid[row].then(|| self.values[row])
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    pub fn to_options(&self) -> Vec<Option<f64>> {
+        (0..self.len()).map(|row| self.get(row)).collect()
+    }
+
+    pub fn has_nulls(&self) -> bool {
+        self.valid.iter().any(|v| !v)
+    }
+}
+
+impl From<Vec<Option<f64>>> for Floats {
+    fn from(v: Vec<Option<f64>>) -> Floats {
+        let mut f = Floats::with_capacity(v.len());
+        v.into_iter().for_each(|x| f.push(x));
+        f
+    }
 }
 
 /// The added columns as plain values, before they become a table's columns.
@@ -231,7 +308,7 @@ pub struct ComputedValues {
     pub pairs: Vec<Resolved>,
     pub row_pair: Vec<u32>,
     /// The five numeric columns of the six, in output order, then the extras asked for.
-    pub numbers: Vec<(&'static str, Vec<Option<f64>>)>,
+    pub numbers: Vec<(&'static str, Floats)>,
     pub stats: ComputeStats,
 }
 
@@ -249,7 +326,7 @@ pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Com
     columns.push(
         StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
     );
-    for (name, values) in &computed.numbers {
+    for (name, values) in computed.numbers {
         columns.push(f64_column(name, values));
     }
     Computed {
@@ -267,34 +344,61 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     };
 
     // Distinct (device, dtype) pairs, each resolved once. Runs are contiguous in real logs, so the previous
-    // row's pair is checked before the hash map.
-    let mut pair_index: HashMap<PairKey, usize> = HashMap::new();
+    // row's pair is checked before the hash map; text read from Arrow is coded, so pairs are pairs of codes.
     let mut pairs: Vec<Resolved> = Vec::new();
     let mut pair_rows: Vec<usize> = Vec::new();
     let mut row_pair: Vec<u32> = Vec::with_capacity(n);
-    let mut last: Option<(PairKey, usize)> = None;
-    for key in text_values(&values.device, n).zip(text_values(&values.dtype, n)) {
-        let idx = match last {
-            Some((k, i)) if k == key => i,
-            _ => {
-                let i = *pair_index.entry(key).or_insert_with(|| {
-                    pairs.push(resolver.resolve(key.0, key.1));
-                    pair_rows.push(0);
-                    pairs.len() - 1
-                });
-                last = Some((key, i));
-                i
+    match (text_codes(&values.device), text_codes(&values.dtype)) {
+        (Some(device_codes), Some(dtype_codes)) => {
+            let mut pair_index: HashMap<(u32, u32), usize> = HashMap::new();
+            let mut last: Option<((u32, u32), usize)> = None;
+            for row in 0..n {
+                let key = (device_codes.get(row), dtype_codes.get(row));
+                let idx = match last {
+                    Some((k, i)) if k == key => i,
+                    _ => {
+                        let i = *pair_index.entry(key).or_insert_with(|| {
+                            pairs.push(
+                                resolver.resolve(values.device.get(row), values.dtype.get(row)),
+                            );
+                            pair_rows.push(0);
+                            pairs.len() - 1
+                        });
+                        last = Some((key, i));
+                        i
+                    }
+                };
+                pair_rows[idx] += 1;
+                row_pair.push(idx as u32);
             }
-        };
-        pair_rows[idx] += 1;
-        row_pair.push(idx as u32);
+        }
+        _ => {
+            let mut pair_index: HashMap<PairKey, usize> = HashMap::new();
+            let mut last: Option<(PairKey, usize)> = None;
+            for key in text_values(&values.device, n).zip(text_values(&values.dtype, n)) {
+                let idx = match last {
+                    Some((k, i)) if k == key => i,
+                    _ => {
+                        let i = *pair_index.entry(key).or_insert_with(|| {
+                            pairs.push(resolver.resolve(key.0, key.1));
+                            pair_rows.push(0);
+                            pairs.len() - 1
+                        });
+                        last = Some((key, i));
+                        i
+                    }
+                };
+                pair_rows[idx] += 1;
+                row_pair.push(idx as u32);
+            }
+        }
     }
 
-    let mut peak_col: Vec<Option<f64>> = Vec::with_capacity(n);
-    let mut tps_col: Vec<Option<f64>> = Vec::with_capacity(n);
-    let mut achieved_col: Vec<Option<f64>> = Vec::with_capacity(n);
-    let mut mfu_col: Vec<Option<f64>> = Vec::with_capacity(n);
-    let mut mfu_fb_col: Vec<Option<f64>> = Vec::with_capacity(n);
+    let mut peak_col = Floats::with_capacity(n);
+    let mut tps_col = Floats::with_capacity(n);
+    let mut achieved_col = Floats::with_capacity(n);
+    let mut mfu_col = Floats::with_capacity(n);
+    let mut mfu_fb_col = Floats::with_capacity(n);
 
     for (row, &pair) in row_pair.iter().enumerate() {
         let resolved = &pairs[pair as usize];
@@ -369,10 +473,12 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
 
-    let scaled = |v: &[Option<f64>]| -> Vec<Option<f64>> {
-        v.iter()
-            .map(|m| finite(m.map(|m| m * FULL_RECOMPUTE_FACTOR)))
-            .collect()
+    let scaled = |v: &Floats| -> Floats {
+        let mut out = Floats::with_capacity(v.len());
+        for row in 0..v.len() {
+            out.push(finite(v.get(row).map(|m| m * FULL_RECOMPUTE_FACTOR)));
+        }
+        out
     };
     let mut extra_columns = if extras.hfu {
         vec![
@@ -383,29 +489,24 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         Vec::new()
     };
     if let Some(logged_peak) = extras.logged_peak_flops {
-        let corrected: Vec<Option<f64>> = peak_col
-            .iter()
-            .enumerate()
-            .map(|(row, peak)| match (values.logged_mfu.get(row), peak) {
+        let mut corrected = Floats::with_capacity(n);
+        for row in 0..n {
+            corrected.push(match (values.logged_mfu.get(row), peak_col.get(row)) {
                 (Some(m), Some(p)) => finite(Some(m * logged_peak / p)),
                 _ => None,
-            })
-            .collect();
+            });
+        }
         extra_columns.push((MFU_LOGGED_CORRECTED, corrected));
     }
-    if let Some(n) = extras.window.filter(|n| *n > 0) {
-        extra_columns.push((
-            MFU_WALL_CLOCK_ROLLING,
-            rolling_mean(&mfu_col, &values.runs, n),
-        ));
-        extra_columns.push((
-            MFU_FWD_BWD_ROLLING,
-            rolling_mean(&mfu_fb_col, &values.runs, n),
-        ));
-        extra_columns.push((
-            TOKENS_PER_SECOND_ROLLING,
-            rolling_mean(&tps_col, &values.runs, n),
-        ));
+    if let Some(w) = extras.window.filter(|w| *w > 0) {
+        for (name, column) in [
+            (MFU_WALL_CLOCK_ROLLING, &mfu_col),
+            (MFU_FWD_BWD_ROLLING, &mfu_fb_col),
+            (TOKENS_PER_SECOND_ROLLING, &tps_col),
+        ] {
+            let mean = rolling_mean(&column.to_options(), &values.runs, w);
+            extra_columns.push((name, Floats::from(mean)));
+        }
     }
     let mut numbers = vec![
         (PEAK_FLOPS_PER_DEVICE, peak_col),

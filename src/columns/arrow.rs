@@ -59,6 +59,14 @@ impl FieldTable for Batches<'_> {
         self.0.iter().map(RecordBatch::num_rows).sum()
     }
 
+    fn dense(&self, name: &str, scale: f64) -> Option<Vec<f64>> {
+        let mut values = Vec::with_capacity(self.height());
+        for batch in self.0 {
+            values.extend(batch.dense(name, scale)?);
+        }
+        Some(values)
+    }
+
     fn numbers(
         &self,
         name: &str,
@@ -81,16 +89,64 @@ impl FieldTable for Batches<'_> {
             .iter()
             .map(|b| b.texts(name).map(|t| (t, b.num_rows())))
             .collect::<PolarsResult<Vec<_>>>()?;
-        let cells = parts
-            .iter()
-            .flat_map(|(texts, rows)| (0..*rows).map(move |row| texts.get(row)));
-        Ok(coded(cells, self.height()))
+        if let [(only, _)] = parts.as_slice() {
+            if matches!(only, Texts::Coded { .. }) {
+                return Ok(parts.into_iter().next().expect("one part").0);
+            }
+        }
+        // Each batch's codes mapped to codes over all batches (by first appearance), so no text is
+        // compared again; a batch read another way is coded cell by cell.
+        let mut index: HashMap<Option<String>, u32> = HashMap::new();
+        let mut values: Vec<Option<String>> = Vec::new();
+        let mut codes = Vec::with_capacity(self.height());
+        let mut global = |value: Option<&str>| -> u32 {
+            let key = value.map(str::to_string);
+            *index.entry(key.clone()).or_insert_with(|| {
+                values.push(key);
+                (values.len() - 1) as u32
+            })
+        };
+        for (texts, rows) in &parts {
+            match texts {
+                Texts::Coded {
+                    codes: local,
+                    values: names,
+                } => {
+                    let map: Vec<u32> = names.iter().map(|v| global(v.as_deref())).collect();
+                    codes.extend(local.iter().map(|c| map[*c as usize]));
+                }
+                other => codes.extend((0..*rows).map(|row| global(other.get(row)))),
+            }
+        }
+        Ok(Texts::Coded { codes, values })
     }
 }
 
 impl FieldTable for RecordBatch {
     fn height(&self) -> usize {
         self.num_rows()
+    }
+
+    fn dense(&self, name: &str, scale: f64) -> Option<Vec<f64>> {
+        let array = self.column_by_name(name)?;
+        if array.null_count() > 0 {
+            return None;
+        }
+        let t = array.data_type();
+        if !(t.is_integer() || t.is_floating()) {
+            return None;
+        }
+        let floats = if *t == ArrowType::Float64 {
+            array.clone()
+        } else {
+            arrow::compute::cast(array, &ArrowType::Float64).ok()?
+        };
+        let floats = floats.as_primitive::<Float64Type>();
+        Some(if scale == 1.0 {
+            floats.values().to_vec()
+        } else {
+            floats.values().iter().map(|v| v * scale).collect()
+        })
     }
 
     fn numbers(

@@ -673,6 +673,8 @@ pub fn map_columns(
 #[derive(Debug, Clone)]
 pub enum Numbers {
     Column(Vec<Option<f64>>),
+    /// A column with a value in every row (half the memory of `Column`).
+    Dense(Vec<f64>),
     Constant(f64),
     Missing,
 }
@@ -682,6 +684,7 @@ impl Numbers {
     pub fn get(&self, row: usize) -> Option<f64> {
         match self {
             Numbers::Column(v) => v[row],
+            Numbers::Dense(v) => Some(v[row]),
             Numbers::Constant(c) => Some(*c),
             Numbers::Missing => None,
         }
@@ -732,6 +735,11 @@ pub trait FieldTable {
     ) -> PolarsResult<(Vec<Option<f64>>, usize)>;
     /// The column's cells as text.
     fn texts(&self, column: &str) -> PolarsResult<Texts>;
+    /// The column as numbers (`scale` applied) when it is numeric with a value in every row; `None`
+    /// otherwise, or when the table cannot say cheaply.
+    fn dense(&self, _column: &str, _scale: f64) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 impl FieldTable for DataFrame {
@@ -813,6 +821,11 @@ pub fn extract_from(
                 cumulative,
             } => {
                 let scale = unit.map_or(1.0, TimeUnit::to_seconds);
+                if !*cumulative {
+                    if let Some(values) = df.dense(name, scale) {
+                        return Ok(Numbers::Dense(values));
+                    }
+                }
                 let (values, bad) = df.numbers(name, scale, unit.is_some())?;
                 if bad > 0 {
                     non_numeric.push((name.clone(), bad));
@@ -850,11 +863,13 @@ pub fn extract_from(
         flops_per_token = model_flops(model, &seq_len, df.height());
     }
     let mut logged_mfu = numbers(Field::LoggedMfu)?;
-    if let (FieldSource::Column { name, .. }, Numbers::Column(v)) =
-        (mapping.source(Field::LoggedMfu), &mut logged_mfu)
-    {
+    if let FieldSource::Column { name, .. } = mapping.source(Field::LoggedMfu) {
         if names_a_percentage(name) {
-            v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0));
+            match &mut logged_mfu {
+                Numbers::Column(v) => v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0)),
+                Numbers::Dense(v) => v.iter_mut().for_each(|x| *x /= 100.0),
+                Numbers::Constant(_) | Numbers::Missing => {}
+            }
         }
     }
     let texts = |field: Field| -> PolarsResult<Texts> {
@@ -913,6 +928,7 @@ fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers 
             None => Numbers::Missing,
         },
         Numbers::Column(v) => Numbers::Column(v.iter().map(|s| per_len(*s)).collect()),
+        Numbers::Dense(v) => Numbers::Column(v.iter().map(|s| per_len(Some(*s))).collect()),
         Numbers::Missing => Numbers::Column(vec![None; height]),
     }
 }

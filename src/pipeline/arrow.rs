@@ -221,8 +221,12 @@ fn added_arrays(computed: ComputedValues) -> Vec<(&'static str, ArrayRef)> {
     }
     let mut added: Vec<(&'static str, ArrayRef)> =
         vec![(RESOLVED_DEVICE, Arc::new(devices.finish()) as ArrayRef)];
-    for (name, values) in computed.numbers {
-        added.push((name, Arc::new(Float64Array::from(values)) as ArrayRef));
+    for (name, floats) in computed.numbers {
+        let nulls = floats
+            .has_nulls()
+            .then(|| arrow::buffer::NullBuffer::from(floats.valid));
+        let array = Float64Array::new(floats.values.into(), nulls);
+        added.push((name, Arc::new(array) as ArrayRef));
     }
     added
 }
