@@ -213,6 +213,154 @@ fn text_values<'a>(texts: &'a Texts, n: usize) -> Box<dyn Iterator<Item = Option
     }
 }
 
+/// The output slices of a range of rows (from `start`): values and validity of the five numeric columns.
+struct Rows<'a> {
+    start: usize,
+    peak: (&'a mut [f64], &'a mut [bool]),
+    tps: (&'a mut [f64], &'a mut [bool]),
+    achieved: (&'a mut [f64], &'a mut [bool]),
+    mfu: (&'a mut [f64], &'a mut [bool]),
+    mfu_fb: (&'a mut [f64], &'a mut [bool]),
+}
+
+impl<'a> Rows<'a> {
+    fn len(&self) -> usize {
+        self.peak.0.len()
+    }
+
+    fn split(self, at: usize) -> (Rows<'a>, Rows<'a>) {
+        fn cut<'b>(
+            (values, valid): (&'b mut [f64], &'b mut [bool]),
+            at: usize,
+        ) -> (
+            (&'b mut [f64], &'b mut [bool]),
+            (&'b mut [f64], &'b mut [bool]),
+        ) {
+            let (v1, v2) = values.split_at_mut(at);
+            let (b1, b2) = valid.split_at_mut(at);
+            ((v1, b1), (v2, b2))
+        }
+        let (p1, p2) = cut(self.peak, at);
+        let (t1, t2) = cut(self.tps, at);
+        let (a1, a2) = cut(self.achieved, at);
+        let (m1, m2) = cut(self.mfu, at);
+        let (f1, f2) = cut(self.mfu_fb, at);
+        (
+            Rows {
+                start: self.start,
+                peak: p1,
+                tps: t1,
+                achieved: a1,
+                mfu: m1,
+                mfu_fb: f1,
+            },
+            Rows {
+                start: self.start + at,
+                peak: p2,
+                tps: t2,
+                achieved: a2,
+                mfu: m2,
+                mfu_fb: f2,
+            },
+        )
+    }
+}
+
+#[inline]
+fn put((values, valid): &mut (&mut [f64], &mut [bool]), i: usize, v: Option<f64>) {
+    values[i] = v.unwrap_or(0.0);
+    valid[i] = v.is_some();
+}
+
+/// Rows per piece of work: a large table's rows are computed in pieces on the thread pool (each row on
+/// its own, so the result is the same whatever the number of threads).
+const PIECE_ROWS: usize = 1 << 17;
+
+/// The arithmetic of every row of `rows`, and its counts.
+fn arithmetic(
+    values: &FieldValues,
+    pairs: &[Resolved],
+    row_pair: &[u32],
+    mut rows: Rows<'_>,
+) -> ComputeStats {
+    if rows.len() > PIECE_ROWS {
+        let mid = rows.len() / 2;
+        let (left, right) = rows.split(mid);
+        let (mut a, b) = rayon::join(
+            || arithmetic(values, pairs, row_pair, left),
+            || arithmetic(values, pairs, row_pair, right),
+        );
+        a.add(&b);
+        return a;
+    }
+    let mut stats = ComputeStats::default();
+    for i in 0..rows.len() {
+        let row = rows.start + i;
+        let resolved = &pairs[row_pair[row] as usize];
+        let step_time = positive_time(values.step_time_s.get(row));
+        if step_time.is_none() {
+            stats.bad_step_time_rows += 1;
+        }
+        let tokens_raw = values.tokens.get(row);
+        let devices_raw = values.num_devices.get(row);
+        let fpt_raw = values.flops_per_token.get(row);
+        let tokens = count(tokens_raw);
+        let devices = count(devices_raw).filter(|d| *d > 0.0);
+        let fpt = count(fpt_raw);
+        let bad_count = |raw: Option<f64>, ok: Option<f64>| raw.is_some() && ok.is_none();
+        if bad_count(tokens_raw, tokens)
+            || bad_count(devices_raw, devices)
+            || bad_count(fpt_raw, fpt)
+        {
+            stats.bad_count_rows += 1;
+        }
+
+        let work_per_device = match (tokens, fpt, devices) {
+            (Some(t), Some(f), Some(d)) => Some(t * f / d),
+            _ => None,
+        };
+        let tps = match (tokens, step_time) {
+            (Some(t), Some(s)) => Some(t / s),
+            _ => None,
+        };
+        let achieved = match (work_per_device, step_time) {
+            (Some(w), Some(s)) => Some(w / s),
+            _ => None,
+        };
+        let peak = resolved.peak;
+        let mfu = match (achieved, peak) {
+            (Some(a), Some(p)) => Some(a / p),
+            _ => None,
+        };
+        let fwd_bwd = positive_time(values.fwd_bwd_time_s.get(row));
+        let mfu_fb = match (work_per_device, fwd_bwd, peak) {
+            (Some(w), Some(t), Some(p)) => Some(w / t / p),
+            _ => None,
+        };
+        let overflowed = [work_per_device, tps, achieved, mfu, mfu_fb]
+            .iter()
+            .any(|v| v.is_some_and(|v| !v.is_finite()));
+        // Infinity carries through every later division, so each value is judged on its own.
+        let (tps, achieved, mfu, mfu_fb) = if overflowed {
+            stats.overflow_rows += 1;
+            (finite(tps), finite(achieved), finite(mfu), finite(mfu_fb))
+        } else {
+            (tps, achieved, mfu, mfu_fb)
+        };
+        match mfu {
+            None => stats.null_mfu_rows += 1,
+            Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
+            Some(_) => {}
+        }
+        put(&mut rows.peak, i, peak);
+        put(&mut rows.tps, i, tps);
+        put(&mut rows.achieved, i, achieved);
+        put(&mut rows.mfu, i, mfu);
+        put(&mut rows.mfu_fb, i, mfu_fb);
+    }
+    stats
+}
+
 /// Each row's code of a text field whose texts are coded, constant or missing (one code for all rows).
 #[derive(Clone, Copy)]
 enum Codes<'a> {
@@ -400,69 +548,32 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     let mut mfu_col = Floats::with_capacity(n);
     let mut mfu_fb_col = Floats::with_capacity(n);
 
-    for (row, &pair) in row_pair.iter().enumerate() {
-        let resolved = &pairs[pair as usize];
-        let step_time = positive_time(values.step_time_s.get(row));
-        if step_time.is_none() {
-            stats.bad_step_time_rows += 1;
-        }
-        let tokens_raw = values.tokens.get(row);
-        let devices_raw = values.num_devices.get(row);
-        let fpt_raw = values.flops_per_token.get(row);
-        let tokens = count(tokens_raw);
-        let devices = count(devices_raw).filter(|d| *d > 0.0);
-        let fpt = count(fpt_raw);
-        let bad_count = |raw: Option<f64>, ok: Option<f64>| raw.is_some() && ok.is_none();
-        if bad_count(tokens_raw, tokens)
-            || bad_count(devices_raw, devices)
-            || bad_count(fpt_raw, fpt)
-        {
-            stats.bad_count_rows += 1;
-        }
-
-        let work_per_device = match (tokens, fpt, devices) {
-            (Some(t), Some(f), Some(d)) => Some(t * f / d),
-            _ => None,
-        };
-        let tps = match (tokens, step_time) {
-            (Some(t), Some(s)) => Some(t / s),
-            _ => None,
-        };
-        let achieved = match (work_per_device, step_time) {
-            (Some(w), Some(s)) => Some(w / s),
-            _ => None,
-        };
-        let peak = resolved.peak;
-        let mfu = match (achieved, peak) {
-            (Some(a), Some(p)) => Some(a / p),
-            _ => None,
-        };
-        let fwd_bwd = positive_time(values.fwd_bwd_time_s.get(row));
-        let mfu_fb = match (work_per_device, fwd_bwd, peak) {
-            (Some(w), Some(t), Some(p)) => Some(w / t / p),
-            _ => None,
-        };
-        let overflowed = [work_per_device, tps, achieved, mfu, mfu_fb]
-            .iter()
-            .any(|v| v.is_some_and(|v| !v.is_finite()));
-        // Infinity carries through every later division, so each value is judged on its own.
-        let (tps, achieved, mfu, mfu_fb) = if overflowed {
-            stats.overflow_rows += 1;
-            (finite(tps), finite(achieved), finite(mfu), finite(mfu_fb))
-        } else {
-            (tps, achieved, mfu, mfu_fb)
-        };
-        match mfu {
-            None => stats.null_mfu_rows += 1,
-            Some(m) if m > 1.0 => stats.mfu_above_one_rows += 1,
-            Some(_) => {}
-        }
-        peak_col.push(peak);
-        tps_col.push(tps);
-        achieved_col.push(achieved);
-        mfu_col.push(mfu);
-        mfu_fb_col.push(mfu_fb);
+    let mut outputs = [
+        &mut peak_col,
+        &mut tps_col,
+        &mut achieved_col,
+        &mut mfu_col,
+        &mut mfu_fb_col,
+    ];
+    for column in outputs.iter_mut() {
+        column.values.resize(n, 0.0);
+        column.valid.resize(n, false);
     }
+    let [peak_out, tps_out, achieved_out, mfu_out, mfu_fb_out] = outputs;
+    let rows = Rows {
+        start: 0,
+        peak: (&mut peak_out.values, &mut peak_out.valid),
+        tps: (&mut tps_out.values, &mut tps_out.valid),
+        achieved: (&mut achieved_out.values, &mut achieved_out.valid),
+        mfu: (&mut mfu_out.values, &mut mfu_out.valid),
+        mfu_fb: (&mut mfu_fb_out.values, &mut mfu_fb_out.valid),
+    };
+    let counted = arithmetic(values, &pairs, &row_pair, rows);
+    stats.bad_step_time_rows = counted.bad_step_time_rows;
+    stats.bad_count_rows = counted.bad_count_rows;
+    stats.overflow_rows = counted.overflow_rows;
+    stats.null_mfu_rows = counted.null_mfu_rows;
+    stats.mfu_above_one_rows = counted.mfu_above_one_rows;
 
     for (resolved, rows) in pairs.iter().zip(&pair_rows) {
         if let Some(why) = &resolved.unresolved {

@@ -723,7 +723,7 @@ impl Texts {
 
 /// A table fields are read from: a polars frame (the command line), or an Arrow record batch (the Python
 /// package and the engines, see [`arrow`]), each column read where it lies.
-pub trait FieldTable {
+pub trait FieldTable: Sync {
     fn height(&self) -> usize;
     /// The column's cells as numbers (`scale` applied; a duration's own unit when `is_time`), with the
     /// count of cells that held something other than a number.
@@ -811,7 +811,28 @@ pub fn extract_from(
     model: Option<&ModelFlops>,
 ) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
-    let (steps, runs) = step_order(df, mapping);
+    let texts = |field: Field| -> PolarsResult<Texts> {
+        Ok(match mapping.source(field) {
+            FieldSource::Column { name, .. } => df.texts(name)?,
+            FieldSource::Text(t)
+            | FieldSource::Fact {
+                value: FactValue::Text(t),
+                ..
+            } => Texts::Constant(t.clone()),
+            FieldSource::Number(n)
+            | FieldSource::Fact {
+                value: FactValue::Number(n),
+                ..
+            } => Texts::Constant(n.to_string()),
+            FieldSource::ModelConfig | FieldSource::Missing => Texts::Missing,
+        })
+    };
+    // The text fields are coded while the steps and runs are read: on a large table, each is a pass
+    // over a column.
+    let ((steps, runs), (device, dtype)) = rayon::join(
+        || step_order(df, mapping),
+        || rayon::join(|| texts(Field::DeviceName), || texts(Field::Dtype)),
+    );
     let mut spans = None;
     let mut numbers = |field: Field| -> PolarsResult<Numbers> {
         Ok(match mapping.source(field) {
@@ -872,22 +893,6 @@ pub fn extract_from(
             }
         }
     }
-    let texts = |field: Field| -> PolarsResult<Texts> {
-        Ok(match mapping.source(field) {
-            FieldSource::Column { name, .. } => df.texts(name)?,
-            FieldSource::Text(t)
-            | FieldSource::Fact {
-                value: FactValue::Text(t),
-                ..
-            } => Texts::Constant(t.clone()),
-            FieldSource::Number(n)
-            | FieldSource::Fact {
-                value: FactValue::Number(n),
-                ..
-            } => Texts::Constant(n.to_string()),
-            FieldSource::ModelConfig | FieldSource::Missing => Texts::Missing,
-        })
-    };
     Ok(FieldValues {
         height: df.height(),
         step_time_s,
@@ -895,8 +900,8 @@ pub fn extract_from(
         tokens,
         num_devices,
         flops_per_token,
-        device: texts(Field::DeviceName)?,
-        dtype: texts(Field::Dtype)?,
+        device: device?,
+        dtype: dtype?,
         logged_mfu,
         steps,
         runs,
