@@ -213,14 +213,17 @@ fn text_values<'a>(texts: &'a Texts, n: usize) -> Box<dyn Iterator<Item = Option
     }
 }
 
+/// The values and validity of one output column over a range of rows.
+type Slots<'a> = (&'a mut [f64], &'a mut [bool]);
+
 /// The output slices of a range of rows (from `start`): values and validity of the five numeric columns.
 struct Rows<'a> {
     start: usize,
-    peak: (&'a mut [f64], &'a mut [bool]),
-    tps: (&'a mut [f64], &'a mut [bool]),
-    achieved: (&'a mut [f64], &'a mut [bool]),
-    mfu: (&'a mut [f64], &'a mut [bool]),
-    mfu_fb: (&'a mut [f64], &'a mut [bool]),
+    peak: Slots<'a>,
+    tps: Slots<'a>,
+    achieved: Slots<'a>,
+    mfu: Slots<'a>,
+    mfu_fb: Slots<'a>,
 }
 
 impl<'a> Rows<'a> {
@@ -229,13 +232,8 @@ impl<'a> Rows<'a> {
     }
 
     fn split(self, at: usize) -> (Rows<'a>, Rows<'a>) {
-        fn cut<'b>(
-            (values, valid): (&'b mut [f64], &'b mut [bool]),
-            at: usize,
-        ) -> (
-            (&'b mut [f64], &'b mut [bool]),
-            (&'b mut [f64], &'b mut [bool]),
-        ) {
+        fn cut(slots: Slots<'_>, at: usize) -> (Slots<'_>, Slots<'_>) {
+            let (values, valid) = slots;
             let (v1, v2) = values.split_at_mut(at);
             let (b1, b2) = valid.split_at_mut(at);
             ((v1, b1), (v2, b2))
@@ -267,7 +265,7 @@ impl<'a> Rows<'a> {
 }
 
 #[inline]
-fn put((values, valid): &mut (&mut [f64], &mut [bool]), i: usize, v: Option<f64>) {
+fn put((values, valid): &mut Slots<'_>, i: usize, v: Option<f64>) {
     values[i] = v.unwrap_or(0.0);
     valid[i] = v.is_some();
 }
