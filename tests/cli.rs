@@ -9,6 +9,7 @@ mod cmd_peaks;
 mod cmd_plot;
 mod cmd_summary;
 mod faults;
+mod fidelity;
 mod flops;
 mod memory;
 mod peak_table;
