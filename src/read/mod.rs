@@ -14,6 +14,11 @@ pub mod inputs;
 pub mod jsonl;
 pub mod memory;
 pub(crate) mod number;
+
+/// The number parser of the fast readers, for the side-by-side benchmark against `fast-float2`
+/// (`benches/number.rs`); not an API.
+#[doc(hidden)]
+pub use number::parse_f64 as bench_parse_f64;
 pub mod parquet;
 pub mod shapes;
 pub mod stream;
