@@ -113,7 +113,9 @@ fn read(path: &Path, schema: Option<&Schema>) -> DataFrame {
     match path.extension().and_then(|e| e.to_str()) {
         Some("parquet") => ParquetReader::new(file).finish().unwrap(),
         Some("csv") => {
-            let mut options = CsvReadOptions::default().with_has_header(true);
+            let mut options = CsvReadOptions::default()
+                .with_has_header(true)
+                .with_infer_schema_length(None);
             if let Some(schema) = schema {
                 options = options.with_schema_overwrite(Some(Arc::new(schema.clone())));
             }
@@ -183,44 +185,52 @@ fn check(table: DataFrame, wd: &Workdir) -> Result<(), TestCaseError> {
     for input_format in ["parquet", "csv", "jsonl"] {
         let input = wd.path(&format!("in.{input_format}"));
         write_input(&mut table.clone(), &input);
-        let want = read(&input, None);
-        // polars reads the output with the input's types (a Null column is left to it: its readers
-        // take no Null type).
-        let schema: Schema = want
-            .schema()
-            .iter()
-            .filter(|(_, t)| **t != DataType::Null)
-            .map(|(n, t)| (n.clone(), t.clone()))
-            .collect();
-        for output_format in ["parquet", "csv", "jsonl"] {
-            for block in [None, Some("600"), Some("100000")] {
-                let output = wd.path(&format!("out.{output_format}"));
-                let mut command = wd.mfu();
-                if let Some(bytes) = block {
-                    command.env("MFU_BLOCK_BYTES", bytes);
-                }
-                let run = command
-                    .arg("enrich")
-                    .arg(&input)
-                    .arg("-o")
-                    .arg(&output)
-                    .args(["--force", "-q"])
-                    .args(FLAGS)
-                    .output()
-                    .unwrap();
-                prop_assert!(
-                    run.status.success(),
-                    "{input_format} -> {output_format}: {}",
-                    String::from_utf8_lossy(&run.stderr)
-                );
-                let got = read(&output, Some(&schema));
-                let diff = differences(&got, &want, output_format == "jsonl");
-                prop_assert!(
-                    diff.is_empty(),
-                    "{input_format} -> {output_format} (block {block:?}): {}",
-                    diff.join("; ")
-                );
+        check_file(&input, wd)?;
+    }
+    Ok(())
+}
+
+/// One input file enriched whole and in small blocks to every format, each output compared with what
+/// polars reads from the input.
+fn check_file(input: &Path, wd: &Workdir) -> Result<(), TestCaseError> {
+    let input_format = input.extension().unwrap().to_string_lossy().into_owned();
+    let want = read(input, None);
+    // polars reads the output with the input's types (a Null column is left to it: its readers take
+    // no Null type).
+    let schema: Schema = want
+        .schema()
+        .iter()
+        .filter(|(_, t)| **t != DataType::Null)
+        .map(|(n, t)| (n.clone(), t.clone()))
+        .collect();
+    for output_format in ["parquet", "csv", "jsonl"] {
+        for block in [None, Some("600"), Some("100000")] {
+            let output = wd.path(&format!("out.{output_format}"));
+            let mut command = wd.mfu();
+            if let Some(bytes) = block {
+                command.env("MFU_BLOCK_BYTES", bytes);
             }
+            let run = command
+                .arg("enrich")
+                .arg(input)
+                .arg("-o")
+                .arg(&output)
+                .args(["--force", "-q"])
+                .args(FLAGS)
+                .output()
+                .unwrap();
+            prop_assert!(
+                run.status.success(),
+                "{input_format} -> {output_format}: {}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+            let got = read(&output, Some(&schema));
+            let diff = differences(&got, &want, output_format == "jsonl");
+            prop_assert!(
+                diff.is_empty(),
+                "{input_format} -> {output_format} (block {block:?}): {}",
+                diff.join("; ")
+            );
         }
     }
     Ok(())
@@ -273,4 +283,31 @@ fn a_table_past_a_block_and_a_row_group_keeps_every_value() {
     .unwrap();
     let wd = Workdir::new("fidelity_large");
     check(table, &wd).unwrap();
+}
+
+#[test]
+fn a_column_whose_type_changes_after_ten_thousand_rows() {
+    // Integers, then decimals from row 10,000, then text and -0 from row 15,000: the text and the
+    // blocks past the first disagree with the first block's types, and every value still arrives as
+    // polars reads the whole file.
+    let wd = Workdir::new("fidelity_late_type");
+    let mut csv = String::from("step,step_time,tokens,x_late\n");
+    let mut jsonl = String::new();
+    for i in 0..20_000 {
+        let (text, json) = match i {
+            _ if i < 10_000 => (i.to_string(), i.to_string()),
+            _ if i < 15_000 => (format!("{i}.5"), format!("{i}.5")),
+            _ if i % 2 == 1 => ("-0".to_string(), "-0.0".to_string()),
+            _ => ("n/a".to_string(), "\"n/a\"".to_string()),
+        };
+        csv.push_str(&format!("{},1.5,131072,{text}\n", i + 1));
+        jsonl.push_str(&format!(
+            "{{\"step\":{},\"step_time\":1.5,\"tokens\":131072,\"x_late\":{json}}}\n",
+            i + 1
+        ));
+    }
+    let csv_path = wd.create("late.csv", csv);
+    let jsonl_path = wd.create("late.jsonl", jsonl);
+    check_file(&csv_path, &wd).unwrap();
+    check_file(&jsonl_path, &wd).unwrap();
 }
