@@ -181,18 +181,21 @@ fn differences(got: &DataFrame, want: &DataFrame, json: bool) -> Vec<String> {
     out
 }
 
-fn check(table: DataFrame, wd: &Workdir) -> Result<(), TestCaseError> {
+/// Block sizes (`MFU_BLOCK_BYTES`) each input is enriched with: whole, a row or two, a few hundred rows.
+const BLOCKS: [Option<&str>; 3] = [None, Some("600"), Some("100000")];
+
+fn check(table: DataFrame, wd: &Workdir, blocks: &[Option<&str>]) -> Result<(), TestCaseError> {
     for input_format in ["parquet", "csv", "jsonl"] {
         let input = wd.path(&format!("in.{input_format}"));
         write_input(&mut table.clone(), &input);
-        check_file(&input, wd)?;
+        check_file(&input, wd, blocks)?;
     }
     Ok(())
 }
 
 /// One input file enriched whole and in small blocks to every format, each output compared with what
 /// polars reads from the input.
-fn check_file(input: &Path, wd: &Workdir) -> Result<(), TestCaseError> {
+fn check_file(input: &Path, wd: &Workdir, blocks: &[Option<&str>]) -> Result<(), TestCaseError> {
     let input_format = input.extension().unwrap().to_string_lossy().into_owned();
     let want = read(input, None);
     // polars reads the output with the input's types (a Null column is left to it: its readers take
@@ -204,7 +207,7 @@ fn check_file(input: &Path, wd: &Workdir) -> Result<(), TestCaseError> {
         .map(|(n, t)| (n.clone(), t.clone()))
         .collect();
     for output_format in ["parquet", "csv", "jsonl"] {
-        for block in [None, Some("600"), Some("100000")] {
+        for &block in blocks {
             let output = wd.path(&format!("out.{output_format}"));
             let mut command = wd.mfu();
             if let Some(bytes) = block {
@@ -241,14 +244,16 @@ proptest! {
     #[test]
     fn every_input_value_reaches_every_format(table in table()) {
         let wd = Workdir::new("fidelity");
-        check(table, &wd)?;
+        check(table, &wd, &BLOCKS)?;
     }
 }
 
 #[test]
 fn a_table_past_a_block_and_a_row_group_keeps_every_value() {
-    // 20,000 rows (past the writers' 16,384-row pages and the small blocks), cycling through the corners.
-    let rows = 20_000usize;
+    // 70,000 rows (past the writers' 16,384-row pages and mfu's 65,536-row row groups), cycling
+    // through the corners; blocks of a row or two would make this run minutes in a debug build, so it
+    // is enriched whole and in blocks of a few hundred rows.
+    let rows = 70_000usize;
     let corners = [
         Some(f64::NAN),
         Some(-0.0),
@@ -282,7 +287,7 @@ fn a_table_past_a_block_and_a_row_group_keeps_every_value() {
     )
     .unwrap();
     let wd = Workdir::new("fidelity_large");
-    check(table, &wd).unwrap();
+    check(table, &wd, &[None, Some("100000")]).unwrap();
 }
 
 #[test]
@@ -308,6 +313,6 @@ fn a_column_whose_type_changes_after_ten_thousand_rows() {
     }
     let csv_path = wd.create("late.csv", csv);
     let jsonl_path = wd.create("late.jsonl", jsonl);
-    check_file(&csv_path, &wd).unwrap();
-    check_file(&jsonl_path, &wd).unwrap();
+    check_file(&csv_path, &wd, &BLOCKS).unwrap();
+    check_file(&jsonl_path, &wd, &BLOCKS).unwrap();
 }
