@@ -319,7 +319,7 @@ fn collisions_that_other_tools_get_wrong() {
         ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
         // The Ti is its own card, not the 3090 with a cut-down qualifier.
         ("NVIDIA GeForce RTX 3090 Ti", Some("GeForce RTX 3090 Ti")),
-        ("NVIDIA GeForce RTX 3070 Ti", None),
+        ("NVIDIA GeForce RTX 3070 Ti", Some("GeForce RTX 3070 Ti")),
         (
             "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
             Some("RTX PRO 6000 Blackwell"),

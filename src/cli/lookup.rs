@@ -20,7 +20,7 @@ use super::{tflops_text, PeakTableArgs};
 ///
 /// Examples:
 ///   mfu lookup "NVIDIA H100 80GB HBM3"
-///   mfu lookup --dtype bf16 "NVIDIA A100-SXM4-80GB" "NVIDIA GeForce RTX 4090 D"
+///   mfu lookup --dtype bf16 "NVIDIA A100-SXM4-80GB" "NVIDIA GeForce RTX 5090 D"
 ///   mfu lookup --json --dtype torch.bfloat16 "TPU v5 lite"
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]

@@ -251,7 +251,7 @@ mod tests {
         let t = PeakTable::builtin();
         let m = Matcher::new(&t);
         for raw in [
-            "NVIDIA GeForce RTX 4090 D",
+            "NVIDIA GeForce RTX 5090 D",
             "NVIDIA GeForce RTX 5090 Laptop GPU",
             "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
             "TPU v4 lite",
@@ -264,10 +264,10 @@ mod tests {
         ] {
             assert_eq!(name_of(&t, &m.find(raw)), None, "{raw}");
         }
-        match m.find("NVIDIA GeForce RTX 4090 D") {
+        match m.find("NVIDIA GeForce RTX 5090 D") {
             MatchOutcome::NotFound(NoMatch::CutDown { qualifier, entry }) => {
                 assert_eq!(qualifier, "d");
-                assert_eq!(t.entries()[entry].name, "GeForce RTX 4090");
+                assert_eq!(t.entries()[entry].name, "GeForce RTX 5090");
             }
             other => panic!("{other:?}"),
         }
