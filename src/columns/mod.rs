@@ -783,9 +783,11 @@ pub struct FieldValues {
     pub dtype: Texts,
     /// The log's own MFU as a fraction (a column named as a percentage is divided by 100).
     pub logged_mfu: Numbers,
-    /// Each row's step (its position, from 1, when the log has no step column).
+    /// Each row's step (its position, from 1, when the log has no step column); empty when the caller
+    /// did not ask for the order of the rows (see [`extract_from`]).
     pub steps: Vec<Option<f64>>,
-    /// Each row's run, as an index in order of first appearance (all 0 without a run_id column).
+    /// Each row's run, as an index in order of first appearance (all 0 without a run_id column); empty
+    /// as `steps` is.
     pub runs: Vec<u32>,
     /// Steps each row's step time covers, when it was differenced from a running total logged every k
     /// steps; `None` when every row is one step.
@@ -801,14 +803,18 @@ pub fn extract(
     mapping: &ColumnMapping,
     model: Option<&ModelFlops>,
 ) -> PolarsResult<FieldValues> {
-    extract_from(df, mapping, model)
+    extract_from(df, mapping, model, true)
 }
 
-/// [`extract`] from any [`FieldTable`].
+/// [`extract`] from any [`FieldTable`]. The steps and runs of the rows (a pass over the step column and
+/// the run names' coding) are read when `with_order` is set or a field is a running total; without them
+/// `steps` and `runs` are empty, which is all the arithmetic of the added columns needs (a rolling
+/// window, a summary and a plot need them).
 pub fn extract_from(
     df: &dyn FieldTable,
     mapping: &ColumnMapping,
     model: Option<&ModelFlops>,
+    with_order: bool,
 ) -> PolarsResult<FieldValues> {
     let mut non_numeric = Vec::new();
     let texts = |field: Field| -> PolarsResult<Texts> {
@@ -829,8 +835,25 @@ pub fn extract_from(
     };
     // The text fields are coded while the steps and runs are read: on a large table, each is a pass
     // over a column.
+    // Steps and runs are read only when something needs them: a running total always does.
+    let with_order = with_order
+        || mapping.sources.iter().any(|(_, s)| {
+            matches!(
+                s,
+                FieldSource::Column {
+                    cumulative: true,
+                    ..
+                }
+            )
+        });
     let ((steps, runs), (device, dtype)) = rayon::join(
-        || step_order(df, mapping),
+        || {
+            if with_order {
+                step_order(df, mapping)
+            } else {
+                (Vec::new(), Vec::new())
+            }
+        },
         || rayon::join(|| texts(Field::DeviceName), || texts(Field::Dtype)),
     );
     let mut spans = None;

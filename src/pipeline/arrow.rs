@@ -77,9 +77,15 @@ fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchErr
     let schema = batch.schema();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let (mapping, renamed) = plan_columns(&names, options)?;
-    let values =
-        extract_from(batch, &mapping, options.columns.model.as_ref()).map_err(EnrichError::from)?;
-    let computed = compute_values(&values, &options.resolver, options.extras());
+    let extras = options.extras();
+    let values = extract_from(
+        batch,
+        &mapping,
+        options.columns.model.as_ref(),
+        extras.window.is_some(),
+    )
+    .map_err(EnrichError::from)?;
+    let computed = compute_values(&values, &options.resolver, extras);
     let stats = computed.stats.clone();
     Ok(Done {
         batch: added_columns(batch, &renamed, computed)?,
@@ -111,13 +117,15 @@ pub fn enrich_record_batches_whole(
 ) -> Result<EnrichedBatches, BatchError> {
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let (mapping, renamed) = plan_columns(&names, options)?;
+    let extras = options.extras();
     let values = extract_from(
         &crate::columns::arrow::Batches(batches),
         &mapping,
         options.columns.model.as_ref(),
+        extras.window.is_some(),
     )
     .map_err(EnrichError::from)?;
-    let computed = compute_values(&values, &options.resolver, options.extras());
+    let computed = compute_values(&values, &options.resolver, extras);
     let stats = computed.stats.clone();
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let seen = Seen {
