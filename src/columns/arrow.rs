@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::buffer::ScalarBuffer;
 use arrow::datatypes::{DataType as ArrowType, Float64Type};
 use polars::prelude::{PolarsError, PolarsResult};
 
@@ -59,12 +60,15 @@ impl FieldTable for Batches<'_> {
         self.0.iter().map(RecordBatch::num_rows).sum()
     }
 
-    fn dense(&self, name: &str, scale: f64) -> Option<Vec<f64>> {
+    fn dense(&self, name: &str, scale: f64) -> Option<ScalarBuffer<f64>> {
+        if let [batch] = self.0 {
+            return batch.dense(name, scale);
+        }
         let mut values = Vec::with_capacity(self.height());
         for batch in self.0 {
-            values.extend(batch.dense(name, scale)?);
+            values.extend_from_slice(&batch.dense(name, scale)?);
         }
-        Some(values)
+        Some(values.into())
     }
 
     fn numbers(
@@ -127,7 +131,7 @@ impl FieldTable for RecordBatch {
         self.num_rows()
     }
 
-    fn dense(&self, name: &str, scale: f64) -> Option<Vec<f64>> {
+    fn dense(&self, name: &str, scale: f64) -> Option<ScalarBuffer<f64>> {
         let array = self.column_by_name(name)?;
         if array.null_count() > 0 {
             return None;
@@ -142,8 +146,9 @@ impl FieldTable for RecordBatch {
             arrow::compute::cast(array, &ArrowType::Float64).ok()?
         };
         let floats = floats.as_primitive::<Float64Type>();
+        // A Float64 column's values are shared, not copied.
         Some(if scale == 1.0 {
-            floats.values().to_vec()
+            floats.values().clone()
         } else {
             floats.values().iter().map(|v| v * scale).collect()
         })

@@ -673,8 +673,9 @@ pub fn map_columns(
 #[derive(Debug, Clone)]
 pub enum Numbers {
     Column(Vec<Option<f64>>),
-    /// A column with a value in every row (half the memory of `Column`).
-    Dense(Vec<f64>),
+    /// A column with a value in every row (half the memory of `Column`): an Arrow column's own buffer
+    /// when it is one Float64 array, shared rather than copied.
+    Dense(::arrow::buffer::ScalarBuffer<f64>),
     Constant(f64),
     Missing,
 }
@@ -737,7 +738,7 @@ pub trait FieldTable: Sync {
     fn texts(&self, column: &str) -> PolarsResult<Texts>;
     /// The column as numbers (`scale` applied) when it is numeric with a value in every row; `None`
     /// otherwise, or when the table cannot say cheaply.
-    fn dense(&self, _column: &str, _scale: f64) -> Option<Vec<f64>> {
+    fn dense(&self, _column: &str, _scale: f64) -> Option<::arrow::buffer::ScalarBuffer<f64>> {
         None
     }
 }
@@ -911,7 +912,7 @@ pub fn extract_from(
         if names_a_percentage(name) {
             match &mut logged_mfu {
                 Numbers::Column(v) => v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0)),
-                Numbers::Dense(v) => v.iter_mut().for_each(|x| *x /= 100.0),
+                Numbers::Dense(v) => *v = v.iter().map(|x| x / 100.0).collect(),
                 Numbers::Constant(_) | Numbers::Missing => {}
             }
         }
