@@ -534,12 +534,9 @@ fn text_codes(texts: &Texts) -> Option<Codes<'_>> {
 
 /// A nullable float column, built as values plus a validity bitmap (none when nothing is null).
 fn f64_column(name: &str, v: Floats) -> Column {
-    let validity = v.has_nulls().then(|| {
-        v.valid
-            .iter()
-            .copied()
-            .collect::<polars_arrow::bitmap::Bitmap>()
-    });
+    let validity = v
+        .has_nulls()
+        .then(|| polars_arrow::bitmap::Bitmap::from_u8_vec(v.validity_bits(), v.len()));
     Float64Chunked::from_vec_validity(name.into(), v.values, validity).into_column()
 }
 
@@ -585,6 +582,11 @@ impl Floats {
     pub fn has_nulls(&self) -> bool {
         self.valid.iter().any(|v| !v)
     }
+
+    /// The validity as a bitmap in Arrow's layout (see [`pack_bits`]).
+    pub fn validity_bits(&self) -> Vec<u8> {
+        pack_bits(&self.valid)
+    }
 }
 
 impl From<Vec<Option<f64>>> for Floats {
@@ -593,6 +595,27 @@ impl From<Vec<Option<f64>>> for Floats {
         v.into_iter().for_each(|x| f.push(x));
         f
     }
+}
+
+/// `flags` as a bitmap in Arrow's layout (bit `i % 8` of byte `i / 8`, least significant first), eight
+/// at a time: eight 0/1 bytes read as one little-endian word, times a constant whose partial products
+/// never overlap, put flag `i` at bit `56 + i` of the product.
+pub fn pack_bits(flags: &[bool]) -> Vec<u8> {
+    let mut bits = Vec::with_capacity(flags.len().div_ceil(8));
+    let mut chunks = flags.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(std::array::from_fn(|k| u8::from(chunk[k])));
+        bits.push((word.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        bits.push(
+            rest.iter()
+                .enumerate()
+                .fold(0u8, |byte, (k, v)| byte | (u8::from(*v) << k)),
+        );
+    }
+    bits
 }
 
 /// The added columns as plain values, before they become a table's columns.
@@ -688,24 +711,21 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
 
-    let mut peak_col = Floats::with_capacity(n);
-    let mut tps_col = Floats::with_capacity(n);
-    let mut achieved_col = Floats::with_capacity(n);
-    let mut mfu_col = Floats::with_capacity(n);
-    let mut mfu_fb_col = Floats::with_capacity(n);
-
-    let mut outputs = [
+    // Allocated zeroed (fresh pages from the allocator come zeroed, with no pass to clear them); the row
+    // loop writes every slot.
+    let zeroed = || Floats {
+        values: vec![0.0; n],
+        valid: vec![false; n],
+    };
+    let [mut peak_col, mut tps_col, mut achieved_col, mut mfu_col, mut mfu_fb_col] =
+        std::array::from_fn(|_| zeroed());
+    let [peak_out, tps_out, achieved_out, mfu_out, mfu_fb_out] = [
         &mut peak_col,
         &mut tps_col,
         &mut achieved_col,
         &mut mfu_col,
         &mut mfu_fb_col,
     ];
-    for column in outputs.iter_mut() {
-        column.values.resize(n, 0.0);
-        column.valid.resize(n, false);
-    }
-    let [peak_out, tps_out, achieved_out, mfu_out, mfu_fb_out] = outputs;
     let rows = Rows {
         start: 0,
         peak: (&mut peak_out.values, &mut peak_out.valid),
@@ -807,6 +827,21 @@ mod tests {
             ]
         );
         assert_eq!(rolling_mean(&[None, None], &[0, 0], 3), vec![None, None]);
+    }
+
+    #[test]
+    fn validity_bits_are_arrows_layout() {
+        for len in [0usize, 1, 7, 8, 9, 63, 64, 65, 1000] {
+            let valid: Vec<bool> = (0..len).map(|i| (i * 7 + i / 3) % 5 < 2).collect();
+            let floats = Floats {
+                values: vec![0.0; len],
+                valid: valid.clone(),
+            };
+            let bits = floats.validity_bits();
+            assert_eq!(bits.len(), len.div_ceil(8));
+            let packed = arrow::buffer::BooleanBuffer::new(bits.into(), 0, len);
+            assert_eq!(packed.iter().collect::<Vec<_>>(), valid, "{len} rows");
+        }
     }
 
     /// One row the plain way, value by value with `Option`s: the arithmetic as it was written before the

