@@ -288,6 +288,12 @@ impl Lane {
         let (values, valid) = (&mut self.values[..len], &mut self.valid[..len]);
         match numbers {
             Numbers::Dense(v) => return (&v[start..start + len], &ALL_VALID[..len]),
+            Numbers::DenseInt(v) => {
+                for (value, x) in values.iter_mut().zip(&v[start..start + len]) {
+                    *value = *x as f64;
+                }
+                valid.fill(true);
+            }
             Numbers::Column(v) => {
                 for ((value, ok), x) in values.iter_mut().zip(valid.iter_mut()).zip(&v[start..]) {
                     *value = x.unwrap_or(f64::NAN);

@@ -9,11 +9,10 @@
 use std::collections::HashMap;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::buffer::ScalarBuffer;
-use arrow::datatypes::{DataType as ArrowType, Float64Type};
+use arrow::datatypes::{DataType as ArrowType, Float64Type, Int64Type};
 use polars::prelude::{PolarsError, PolarsResult};
 
-use super::{numeric_values, text_numbers, text_values, FieldTable, Texts};
+use super::{numeric_values, text_numbers, text_values, FieldTable, Numbers, Texts};
 
 fn column<'a>(batch: &'a RecordBatch, name: &str) -> PolarsResult<&'a ArrayRef> {
     batch
@@ -100,15 +99,19 @@ impl FieldTable for Batches<'_> {
         self.0.iter().map(RecordBatch::num_rows).sum()
     }
 
-    fn dense(&self, name: &str, scale: f64) -> Option<ScalarBuffer<f64>> {
+    fn dense(&self, name: &str, scale: f64) -> Option<Numbers> {
         if let [batch] = self.0 {
             return batch.dense(name, scale);
         }
         let mut values = Vec::with_capacity(self.height());
         for batch in self.0 {
-            values.extend_from_slice(&batch.dense(name, scale)?);
+            match batch.dense(name, scale)? {
+                Numbers::Dense(v) => values.extend_from_slice(&v),
+                Numbers::DenseInt(v) => values.extend(v.iter().map(|x| *x as f64)),
+                Numbers::Column(_) | Numbers::Constant(_) | Numbers::Missing => return None,
+            }
         }
-        Some(values.into())
+        Some(Numbers::Dense(values.into()))
     }
 
     fn numbers(
@@ -171,7 +174,7 @@ impl FieldTable for RecordBatch {
         self.num_rows()
     }
 
-    fn dense(&self, name: &str, scale: f64) -> Option<ScalarBuffer<f64>> {
+    fn dense(&self, name: &str, scale: f64) -> Option<Numbers> {
         let array = self.column_by_name(name)?;
         if array.null_count() > 0 {
             return None;
@@ -180,6 +183,12 @@ impl FieldTable for RecordBatch {
         if !(t.is_integer() || t.is_floating()) {
             return None;
         }
+        if *t == ArrowType::Int64 && scale == 1.0 {
+            // Shared, and read as floats where they are used: no cast of the whole column.
+            return Some(Numbers::DenseInt(
+                array.as_primitive::<Int64Type>().values().clone(),
+            ));
+        }
         let floats = if *t == ArrowType::Float64 {
             array.clone()
         } else {
@@ -187,11 +196,11 @@ impl FieldTable for RecordBatch {
         };
         let floats = floats.as_primitive::<Float64Type>();
         // A Float64 column's values are shared, not copied.
-        Some(if scale == 1.0 {
+        Some(Numbers::Dense(if scale == 1.0 {
             floats.values().clone()
         } else {
             floats.values().iter().map(|v| v * scale).collect()
-        })
+        }))
     }
 
     fn numbers(

@@ -676,6 +676,9 @@ pub enum Numbers {
     /// A column with a value in every row (half the memory of `Column`): an Arrow column's own buffer
     /// when it is one Float64 array, shared rather than copied.
     Dense(::arrow::buffer::ScalarBuffer<f64>),
+    /// An Arrow Int64 column with a value in every row, shared rather than copied: each value is read as
+    /// `value as f64`, what a cast to Float64 gives, where it is used.
+    DenseInt(::arrow::buffer::ScalarBuffer<i64>),
     Constant(f64),
     Missing,
 }
@@ -686,6 +689,7 @@ impl Numbers {
         match self {
             Numbers::Column(v) => v[row],
             Numbers::Dense(v) => Some(v[row]),
+            Numbers::DenseInt(v) => Some(v[row] as f64),
             Numbers::Constant(c) => Some(*c),
             Numbers::Missing => None,
         }
@@ -738,7 +742,7 @@ pub trait FieldTable: Sync {
     fn texts(&self, column: &str) -> PolarsResult<Texts>;
     /// The column as numbers (`scale` applied) when it is numeric with a value in every row; `None`
     /// otherwise, or when the table cannot say cheaply.
-    fn dense(&self, _column: &str, _scale: f64) -> Option<::arrow::buffer::ScalarBuffer<f64>> {
+    fn dense(&self, _column: &str, _scale: f64) -> Option<Numbers> {
         None
     }
 }
@@ -868,7 +872,7 @@ pub fn extract_from(
                 let scale = unit.map_or(1.0, TimeUnit::to_seconds);
                 if !*cumulative {
                     if let Some(values) = df.dense(name, scale) {
-                        return Ok(Numbers::Dense(values));
+                        return Ok(values);
                     }
                 }
                 let (values, bad) = df.numbers(name, scale, unit.is_some())?;
@@ -913,6 +917,9 @@ pub fn extract_from(
             match &mut logged_mfu {
                 Numbers::Column(v) => v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0)),
                 Numbers::Dense(v) => *v = v.iter().map(|x| x / 100.0).collect(),
+                Numbers::DenseInt(v) => {
+                    logged_mfu = Numbers::Dense(v.iter().map(|x| *x as f64 / 100.0).collect())
+                }
                 Numbers::Constant(_) | Numbers::Missing => {}
             }
         }
@@ -958,6 +965,9 @@ fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers 
         },
         Numbers::Column(v) => Numbers::Column(v.iter().map(|s| per_len(*s)).collect()),
         Numbers::Dense(v) => Numbers::Column(v.iter().map(|s| per_len(Some(*s))).collect()),
+        Numbers::DenseInt(v) => {
+            Numbers::Column(v.iter().map(|s| per_len(Some(*s as f64))).collect())
+        }
         Numbers::Missing => Numbers::Column(vec![None; height]),
     }
 }
