@@ -285,31 +285,71 @@ impl Lane {
     /// Rows `start..start + len` of `numbers`: a dense column's own values where they lie, anything else
     /// laid out in this lane.
     fn field<'a>(&'a mut self, numbers: &'a Numbers, start: usize, len: usize) -> Field<'a> {
-        let (values, valid) = (&mut self.values[..len], &mut self.valid[..len]);
         match numbers {
             Numbers::Dense(v) => return (&v[start..start + len], &ALL_VALID[..len]),
-            Numbers::DenseInt(v) => {
-                for (value, x) in values.iter_mut().zip(&v[start..start + len]) {
-                    *value = *x as f64;
+            Numbers::Pieces { starts, pieces } => {
+                let piece = starts.partition_point(|s| *s <= start) - 1;
+                let end = starts.get(piece + 1).copied().unwrap_or(usize::MAX);
+                if start + len <= end {
+                    return self.field(&pieces[piece], start - starts[piece], len);
                 }
-                valid.fill(true);
+                // The rows straddle two or more pieces: laid out here, piece by piece.
+                let mut row = start;
+                while row < start + len {
+                    let piece = starts.partition_point(|s| *s <= row) - 1;
+                    let end = starts.get(piece + 1).copied().unwrap_or(usize::MAX);
+                    let take = (start + len).min(end) - row;
+                    let at = row - start;
+                    Lane::dense_into(
+                        &pieces[piece],
+                        row - starts[piece],
+                        &mut self.values[at..at + take],
+                    );
+                    row += take;
+                }
+                self.valid[..len].fill(true);
+            }
+            Numbers::DenseInt(_) => {
+                Lane::dense_into(numbers, start, &mut self.values[..len]);
+                self.valid[..len].fill(true);
             }
             Numbers::Column(v) => {
+                let (values, valid) = (&mut self.values[..len], &mut self.valid[..len]);
                 for ((value, ok), x) in values.iter_mut().zip(valid.iter_mut()).zip(&v[start..]) {
                     *value = x.unwrap_or(f64::NAN);
                     *ok = x.is_some();
                 }
             }
             Numbers::Constant(c) => {
-                values.fill(*c);
-                valid.fill(true);
+                self.values[..len].fill(*c);
+                self.valid[..len].fill(true);
             }
             Numbers::Missing => {
-                values.fill(f64::NAN);
-                valid.fill(false);
+                self.values[..len].fill(f64::NAN);
+                self.valid[..len].fill(false);
             }
         }
-        (values, valid)
+        (&self.values[..len], &self.valid[..len])
+    }
+}
+
+impl Lane {
+    /// Rows `start..start + out.len()` of a dense column (`Dense` or `DenseInt`) into `out`.
+    fn dense_into(numbers: &Numbers, start: usize, out: &mut [f64]) {
+        let end = start + out.len();
+        match numbers {
+            Numbers::Dense(v) => out.copy_from_slice(&v[start..end]),
+            Numbers::DenseInt(v) => {
+                for (value, x) in out.iter_mut().zip(&v[start..end]) {
+                    *value = *x as f64;
+                }
+            }
+            other => {
+                for (k, value) in out.iter_mut().enumerate() {
+                    *value = other.get(start + k).unwrap_or(f64::NAN);
+                }
+            }
+        }
     }
 }
 
@@ -833,6 +873,47 @@ mod tests {
             ]
         );
         assert_eq!(rolling_mean(&[None, None], &[0, 0], 3), vec![None, None]);
+    }
+
+    #[test]
+    fn a_column_in_pieces_reads_as_its_concatenation() {
+        let a: Vec<f64> = (0..700).map(|i| i as f64 * 0.5).collect();
+        let b: Vec<i64> = (0..1500).map(|i| (1i64 << 60) + i).collect();
+        let c: Vec<f64> = (0..900).map(|i| -(i as f64)).collect();
+        let whole: Vec<f64> = a
+            .iter()
+            .copied()
+            .chain(b.iter().map(|x| *x as f64))
+            .chain(c.iter().copied())
+            .collect();
+        let pieces = Numbers::Pieces {
+            starts: vec![0, 700, 2200],
+            pieces: vec![
+                Numbers::Dense(a.into()),
+                Numbers::DenseInt(b.into()),
+                Numbers::Dense(c.into()),
+            ],
+        };
+        let mut lane = Lane::new();
+        for (start, len) in [
+            (0, 700),
+            (0, 1024),
+            (600, 1024),
+            (700, 1500),
+            (1024, 1024),
+            (2048, 1024),
+            (3000, 100),
+            (650, 1600),
+        ] {
+            let len = len.min(whole.len() - start);
+            let (values, valid) = lane.field(&pieces, start, len.min(CHUNK_ROWS));
+            let len = len.min(CHUNK_ROWS);
+            assert_eq!(values, &whole[start..start + len], "{start} {len}");
+            assert!(valid.iter().all(|v| *v));
+        }
+        for row in [0, 699, 700, 2199, 2200, 3099] {
+            assert_eq!(pieces.get(row), Some(whole[row]));
+        }
     }
 
     #[test]

@@ -103,15 +103,16 @@ impl FieldTable for Batches<'_> {
         if let [batch] = self.0 {
             return batch.dense(name, scale);
         }
-        let mut values = Vec::with_capacity(self.height());
-        for batch in self.0 {
-            match batch.dense(name, scale)? {
-                Numbers::Dense(v) => values.extend_from_slice(&v),
-                Numbers::DenseInt(v) => values.extend(v.iter().map(|x| *x as f64)),
-                Numbers::Column(_) | Numbers::Constant(_) | Numbers::Missing => return None,
-            }
+        // Each batch's buffer shared, in pieces, not concatenated.
+        let mut starts = Vec::with_capacity(self.0.len());
+        let mut pieces = Vec::with_capacity(self.0.len());
+        let mut start = 0;
+        for batch in self.0.iter().filter(|b| b.num_rows() > 0) {
+            starts.push(start);
+            pieces.push(batch.dense(name, scale)?);
+            start += batch.num_rows();
         }
-        Some(Numbers::Dense(values.into()))
+        Some(Numbers::Pieces { starts, pieces })
     }
 
     fn numbers(

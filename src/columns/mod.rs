@@ -679,6 +679,12 @@ pub enum Numbers {
     /// An Arrow Int64 column with a value in every row, shared rather than copied: each value is read as
     /// `value as f64`, what a cast to Float64 gives, where it is used.
     DenseInt(::arrow::buffer::ScalarBuffer<i64>),
+    /// A column in pieces, one per Arrow batch of a stream, each `Dense` or `DenseInt`; `starts[i]` is
+    /// the first row of `pieces[i]`. The batches' buffers are shared, not concatenated.
+    Pieces {
+        starts: Vec<usize>,
+        pieces: Vec<Numbers>,
+    },
     Constant(f64),
     Missing,
 }
@@ -690,6 +696,10 @@ impl Numbers {
             Numbers::Column(v) => v[row],
             Numbers::Dense(v) => Some(v[row]),
             Numbers::DenseInt(v) => Some(v[row] as f64),
+            Numbers::Pieces { starts, pieces } => {
+                let piece = starts.partition_point(|s| *s <= row) - 1;
+                pieces[piece].get(row - starts[piece])
+            }
             Numbers::Constant(c) => Some(*c),
             Numbers::Missing => None,
         }
@@ -917,8 +927,12 @@ pub fn extract_from(
             match &mut logged_mfu {
                 Numbers::Column(v) => v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0)),
                 Numbers::Dense(v) => *v = v.iter().map(|x| x / 100.0).collect(),
-                Numbers::DenseInt(v) => {
-                    logged_mfu = Numbers::Dense(v.iter().map(|x| *x as f64 / 100.0).collect())
+                Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
+                    let column = &logged_mfu;
+                    let percent = (0..df.height())
+                        .map(|row| column.get(row).unwrap_or(f64::NAN) / 100.0)
+                        .collect();
+                    logged_mfu = Numbers::Dense(percent)
                 }
                 Numbers::Constant(_) | Numbers::Missing => {}
             }
@@ -965,8 +979,8 @@ fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers 
         },
         Numbers::Column(v) => Numbers::Column(v.iter().map(|s| per_len(*s)).collect()),
         Numbers::Dense(v) => Numbers::Column(v.iter().map(|s| per_len(Some(*s))).collect()),
-        Numbers::DenseInt(v) => {
-            Numbers::Column(v.iter().map(|s| per_len(Some(*s as f64))).collect())
+        Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
+            Numbers::Column((0..height).map(|row| per_len(seq_len.get(row))).collect())
         }
         Numbers::Missing => Numbers::Column(vec![None; height]),
     }
