@@ -560,16 +560,6 @@ enum Codes<'a> {
     One,
 }
 
-impl Codes<'_> {
-    #[inline]
-    fn get(self, row: usize) -> u32 {
-        match self {
-            Codes::Rows(codes) => codes[row],
-            Codes::One => 0,
-        }
-    }
-}
-
 fn text_codes(texts: &Texts) -> Option<Codes<'_>> {
     match texts {
         Texts::Column(_) => None,
@@ -714,25 +704,46 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     match (text_codes(&values.device), text_codes(&values.dtype)) {
         (Some(device_codes), Some(dtype_codes)) => {
             let mut pair_index: HashMap<(u32, u32), usize> = HashMap::new();
-            let mut last: Option<((u32, u32), usize)> = None;
-            for row in 0..n {
-                let key = (device_codes.get(row), dtype_codes.get(row));
-                let idx = match last {
-                    Some((k, i)) if k == key => i,
-                    _ => {
-                        let i = *pair_index.entry(key).or_insert_with(|| {
-                            pairs.push(
-                                resolver.resolve(values.device.get(row), values.dtype.get(row)),
-                            );
-                            pair_rows.push(0);
-                            pairs.len() - 1
-                        });
-                        last = Some((key, i));
-                        i
-                    }
-                };
-                pair_rows[idx] += 1;
+            // A pair seen for the first time, or again after another: looked up, resolved when new.
+            let mut lookup = |row: usize, key: (u32, u32)| -> usize {
+                *pair_index.entry(key).or_insert_with(|| {
+                    pairs.push(resolver.resolve(values.device.get(row), values.dtype.get(row)));
+                    pair_rows.push(0);
+                    pairs.len() - 1
+                })
+            };
+            let code = |codes: Codes<'_>, row: usize| match codes {
+                Codes::Rows(c) => c[row],
+                Codes::One => 0,
+            };
+            // The first row's pair (any pair, for a table of no rows: nothing is walked then).
+            let first = |codes: Codes<'_>| if n > 0 { code(codes, 0) } else { 0 };
+            let mut last = (first(device_codes), first(dtype_codes));
+            let mut idx = if n > 0 { lookup(0, last) } else { 0 };
+            // The codes' slices walked directly; the map only where the pair changes.
+            let mut walk = |row: usize, key: (u32, u32)| {
+                if key != last {
+                    last = key;
+                    idx = lookup(row, key);
+                }
                 row_pair.push(idx as u32);
+            };
+            match (device_codes, dtype_codes) {
+                (Codes::Rows(d), Codes::Rows(t)) => {
+                    for (row, (a, b)) in d.iter().zip(t).enumerate() {
+                        walk(row, (*a, *b));
+                    }
+                }
+                (Codes::Rows(d), Codes::One) => {
+                    d.iter().enumerate().for_each(|(row, c)| walk(row, (*c, 0)))
+                }
+                (Codes::One, Codes::Rows(t)) => {
+                    t.iter().enumerate().for_each(|(row, c)| walk(row, (0, *c)))
+                }
+                (Codes::One, Codes::One) => (0..n).for_each(|row| walk(row, (0, 0))),
+            }
+            for pair in &row_pair {
+                pair_rows[*pair as usize] += 1;
             }
         }
         _ => {
