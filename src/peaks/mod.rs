@@ -70,6 +70,26 @@ impl std::fmt::Display for Unresolved {
     }
 }
 
+impl Unresolved {
+    /// What the user can do about it, in the command line's terms.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Unresolved::NoDevice => "give the device with --device NAME or --map device_name=COLUMN",
+            Unresolved::NoDtype => "give the precision with --dtype (bf16, fp16, fp8, tf32, fp32, ...)",
+            Unresolved::Device { .. } => {
+                "add the device with --peaks FILE or force a value with --peak-flops F"
+            }
+            Unresolved::Dtype { .. } => {
+                "give a precision mfu knows with --dtype (mfu lookup --help lists the spellings)"
+            }
+            Unresolved::ModelDtypeUnknown => "give the model's own precision with --model-dtype",
+            Unresolved::NoRate { .. } => {
+                "the device has no published rate for this precision: check --dtype, or force a value with --peak-flops F"
+            }
+        }
+    }
+}
+
 /// The answer for one (device, precision) pair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {

@@ -252,13 +252,13 @@ pub fn stats_warnings(total: &ComputeStats) -> Vec<String> {
             total.overflow_rows
         ));
     }
-    let mut unresolved: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unresolved: BTreeMap<(String, &str), usize> = BTreeMap::new();
     for (why, rows) in &total.unresolved {
-        *unresolved.entry(why.to_string()).or_default() += rows;
+        *unresolved.entry((why.to_string(), why.hint())).or_default() += rows;
     }
-    for (why, rows) in &unresolved {
+    for ((why, hint), rows) in &unresolved {
         warnings.push(format!(
-            "{why}: MFU is null for {rows} row{}; add the device with --peaks FILE or force a value with --peak-flops F",
+            "{why}: MFU is null for {rows} row{}; {hint}",
             if *rows == 1 { "" } else { "s" }
         ));
     }
