@@ -86,41 +86,24 @@ fn each_reason_for_a_null_peak_names_its_own_remedy() {
         "log.csv",
         "step,step_time,tokens,device\n1,1.5,131072,NVIDIA H100 80GB HBM3\n2,1.5,131072,NVIDIA H100 80GB HBM3\n",
     );
-    wd.mfu()
-        .args([
-            "enrich",
-            "log.csv",
-            "-o",
-            "-",
-            "--num-devices",
-            "8",
-            "--flops-per-token",
-            "4.2e10",
-        ])
-        .assert()
-        .success()
+    let enrich = |extra: &[&str]| {
+        let flags = ["--num-devices", "8", "--flops-per-token", "4.2e10"];
+        wd.mfu()
+            .args(["enrich", "log.csv", "-o", "-"])
+            .args(flags)
+            .args(extra)
+            .assert()
+            .success()
+    };
+    enrich(&[])
         .stderr(predicate::str::contains(
             "no precision: MFU is null for 2 rows; give the precision with --dtype",
         ))
         .stderr(predicate::str::contains("--peaks FILE").not());
     // A known device without a rate for the precision: check the precision.
-    wd.mfu()
-        .args([
-            "enrich",
-            "log.csv",
-            "-o",
-            "-",
-            "--num-devices",
-            "8",
-            "--flops-per-token",
-            "4.2e10",
-        ])
-        .args(["--device", "Tesla T4", "--override", "--dtype", "bf16"])
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(
-            "no published rate for this precision",
-        ));
+    enrich(&["--device", "Tesla T4", "--override", "--dtype", "bf16"]).stderr(
+        predicate::str::contains("no published rate for this precision"),
+    );
 }
 
 #[test]

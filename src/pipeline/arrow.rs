@@ -74,19 +74,47 @@ struct Done {
     stats: ComputeStats,
 }
 
-fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchError> {
-    let schema = batch.schema();
+/// A table's columns mapped, its fields read and the added columns computed.
+struct Planned {
+    mapping: ColumnMapping,
+    renamed: Vec<(String, String)>,
+    values: crate::columns::FieldValues,
+    computed: ComputedValues,
+}
+
+/// Maps `schema`'s columns, reads the fields from `table` (the rows' steps and runs only for a rolling
+/// window) and computes the added columns: the one way of both the per-batch and the whole-stream paths.
+fn plan_and_compute(
+    schema: &SchemaRef,
+    table: &dyn crate::columns::FieldTable,
+    options: &EnrichOptions,
+) -> Result<Planned, BatchError> {
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let (mapping, renamed) = plan_columns(&names, options)?;
     let extras = options.extras();
     let values = extract_from(
-        batch,
+        table,
         &mapping,
         options.columns.model.as_ref(),
         extras.window.is_some(),
     )
     .map_err(EnrichError::from)?;
     let computed = compute_values(&values, &options.resolver, extras);
+    Ok(Planned {
+        mapping,
+        renamed,
+        values,
+        computed,
+    })
+}
+
+fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchError> {
+    let Planned {
+        mapping,
+        renamed,
+        values,
+        computed,
+    } = plan_and_compute(&batch.schema(), batch, options)?;
     let stats = computed.stats.clone();
     Ok(Done {
         batch: added_columns(batch, &renamed, computed)?,
@@ -116,17 +144,12 @@ pub fn enrich_record_batches_whole(
     options: &EnrichOptions,
     label: &str,
 ) -> Result<EnrichedBatches, BatchError> {
-    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let (mapping, renamed) = plan_columns(&names, options)?;
-    let extras = options.extras();
-    let values = extract_from(
-        &crate::columns::arrow::Batches(batches),
-        &mapping,
-        options.columns.model.as_ref(),
-        extras.window.is_some(),
-    )
-    .map_err(EnrichError::from)?;
-    let computed = compute_values(&values, &options.resolver, extras);
+    let Planned {
+        mapping,
+        renamed,
+        values,
+        computed,
+    } = plan_and_compute(&schema, &crate::columns::arrow::Batches(batches), options)?;
     let stats = computed.stats.clone();
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let seen = Seen {
