@@ -8,18 +8,7 @@ use std::path::Path;
 use polars::prelude::*;
 use proptest::prelude::*;
 
-use crate::util::Workdir;
-
-const FLAGS: [&str; 8] = [
-    "--num-devices",
-    "8",
-    "--flops-per-token",
-    "4.2e10",
-    "--device",
-    "NVIDIA H100 80GB HBM3",
-    "--dtype",
-    "bf16",
-];
+use crate::util::{Workdir, H100_RUN_FLAGS as FLAGS};
 
 /// A float from the corners of the type: specials, extremes and ordinary values.
 fn float() -> impl Strategy<Value = Option<f64>> {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use predicates::prelude::*;
 
-use crate::util::{csv_rows, fixtures, shared_file, OkStdout, Workdir};
+use crate::util::{csv_rows, fixtures, shared_file, OkStdout, Workdir, H100_RUN_FLAGS};
 
 /// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
 fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>>, String) {
@@ -288,22 +288,11 @@ fn event_runs(wd: &Workdir) -> std::path::PathBuf {
     wd.path("runs")
 }
 
-const EVENT_FLAGS: [&str; 8] = [
-    "--device",
-    "NVIDIA H100 80GB HBM3",
-    "--dtype",
-    "bf16",
-    "--num-devices",
-    "8",
-    "--flops-per-token",
-    "4.2e10",
-];
-
 #[test]
 fn tensorboard_event_files_one_run_per_folder() {
     let wd = Workdir::new("shapes_tfevents");
     let runs = event_runs(&wd);
-    let (rows, err) = enrich(&runs, &[&EVENT_FLAGS[..], &["-v"]].concat());
+    let (rows, err) = enrich(&runs, &[&H100_RUN_FLAGS[..], &["-v"]].concat());
     assert!(
         err.contains("runs/tbx: tensorboard-events log, 25 rows"),
         "{err}"
@@ -350,7 +339,7 @@ fn damaged_event_files_are_read_as_far_as_they_can_be() {
     let bytes = std::fs::read(&file).unwrap();
     // A run killed mid-write: the last record cut short.
     std::fs::write(&file, &bytes[..bytes.len() - 7]).unwrap();
-    let (rows, err) = enrich(&runs.join("tf2"), &EVENT_FLAGS);
+    let (rows, err) = enrich(&runs.join("tf2"), &H100_RUN_FLAGS);
     assert_eq!(rows.len(), 11, "{err}");
     assert!(
         err.contains("is cut short (a run killed mid-write?): skipped"),
@@ -360,7 +349,7 @@ fn damaged_event_files_are_read_as_far_as_they_can_be() {
     let mut flipped = bytes.clone();
     flipped[bytes.len() - 20] ^= 0x55;
     std::fs::write(&file, &flipped).unwrap();
-    let (rows, err) = enrich(&runs.join("tf2"), &EVENT_FLAGS);
+    let (rows, err) = enrich(&runs.join("tf2"), &H100_RUN_FLAGS);
     assert_eq!(rows.len(), 11, "{err}");
     assert!(err.contains("1 record(s) with a wrong CRC"), "{err}");
     // A length that fails its CRC: the framing cannot be trusted; an error naming the file and offset.
@@ -372,7 +361,7 @@ fn damaged_event_files_are_read_as_far_as_they_can_be() {
         .arg("enrich")
         .arg(runs.join("tf2"))
         .args(["-o", "-"])
-        .args(EVENT_FLAGS)
+        .args(H100_RUN_FLAGS)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

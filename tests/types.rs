@@ -6,18 +6,7 @@ use std::sync::Arc;
 use arrow::array::{Array, DictionaryArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 
-use crate::util::{csv_rows, Workdir};
-
-const FLAGS: [&str; 8] = [
-    "--num-devices",
-    "8",
-    "--flops-per-token",
-    "4.2e10",
-    "--device",
-    "NVIDIA H100 80GB HBM3",
-    "--dtype",
-    "bf16",
-];
+use crate::util::{csv_rows, Workdir, H100_RUN_FLAGS as FLAGS};
 
 fn read_parquet(path: &std::path::Path) -> RecordBatch {
     let file = std::fs::File::open(path).unwrap();

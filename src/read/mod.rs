@@ -90,6 +90,23 @@ impl fmt::Display for InputFormat {
     }
 }
 
+/// `input`'s error for a message about its `shape`: for `.map_err` and `ok_or_else` in the readers.
+fn shape_error_of(input: &Input, shape: Shape) -> impl Fn(String) -> ReadError + Copy + '_ {
+    move |message| ReadError::Shape {
+        input: input.display.clone(),
+        shape,
+        message,
+    }
+}
+
+/// `input`'s error for an I/O failure.
+fn io_error_of(input: &Input) -> impl Fn(std::io::Error) -> ReadError + Copy + '_ {
+    move |source| ReadError::Io {
+        input: input.display.clone(),
+        source,
+    }
+}
+
 /// Errors reading one input.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -148,10 +165,7 @@ fn load_bytes(
     input: &Input,
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<(Vec<u8>, Held), ReadError> {
-    let io_error = |source| ReadError::Io {
-        input: input.display.clone(),
-        source,
-    };
+    let io_error = io_error_of(input);
     let mut raw: Box<dyn BufRead + Send> = match &input.path {
         Some(p) => Box::new(BufReader::with_capacity(
             1 << 16,
@@ -397,18 +411,12 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         shapes::detect(&bytes, &file_name).unwrap_or(Shape::Table)
     };
     if !input.companions.is_empty() && shape != Shape::TensorBoard {
-        return Err(ReadError::Shape {
-            input: input.display.clone(),
-            shape: Shape::TensorBoard,
-            message: "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
-        });
+        return Err(shape_error_of(input, Shape::TensorBoard)(
+            "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
+        ));
     }
     reserve_parsing(input, shape, &bytes, budget, &mut held)?;
-    let shape_error = |message: String| ReadError::Shape {
-        input: input.display.clone(),
-        shape,
-        message,
-    };
+    let shape_error = shape_error_of(input, shape);
     // A console log may hold the job's nvidia-smi table.
     let console_facts = if matches!(
         shape,
@@ -566,23 +574,14 @@ fn read_mlflow_db(
     path: &Path,
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<ReadOutcome, ReadError> {
-    let size = std::fs::metadata(path)
-        .map_err(|source| ReadError::Io {
-            input: input.display.clone(),
-            source,
-        })?
-        .len();
+    let size = std::fs::metadata(path).map_err(io_error_of(input))?.len();
     let mut held = Held::none();
     let estimate = size.saturating_mul(memory::TABLE_FACTOR);
     reserve_for(input, budget, &mut held, estimate, estimate, || {
         format!("an MLflow store of {}", memory::format_size(size))
     })?;
     let (frame, notes, warnings) = shapes::mlflow::read_sqlite(path, input.part.as_deref())
-        .map_err(|message| ReadError::Shape {
-            input: input.display.clone(),
-            shape: Shape::Mlflow,
-            message,
-        })?;
+        .map_err(shape_error_of(input, Shape::Mlflow))?;
     let mut outcome = ReadOutcome::of_run(frame, Shape::Mlflow, (notes, warnings), size, held);
     if let Some(run) = input.part.as_deref() {
         outcome.facts = shapes::mlflow::sqlite_param_facts(path, run);
@@ -638,15 +637,8 @@ fn read_mlflow_run(
     input: &Input,
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<ReadOutcome, ReadError> {
-    let shape_error = |message: String| ReadError::Shape {
-        input: input.display.clone(),
-        shape: Shape::Mlflow,
-        message,
-    };
-    let io_error = |source: std::io::Error| ReadError::Io {
-        input: input.display.clone(),
-        source,
-    };
+    let shape_error = shape_error_of(input, Shape::Mlflow);
+    let io_error = io_error_of(input);
     let meta_path = input
         .path
         .clone()
@@ -737,15 +729,8 @@ fn read_dvclive_run(
     input: &Input,
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<ReadOutcome, ReadError> {
-    let shape_error = |message: String| ReadError::Shape {
-        input: input.display.clone(),
-        shape: Shape::Dvclive,
-        message,
-    };
-    let io_error = |source: std::io::Error| ReadError::Io {
-        input: input.display.clone(),
-        source,
-    };
+    let shape_error = shape_error_of(input, Shape::Dvclive);
+    let io_error = io_error_of(input);
     let given = input
         .path
         .clone()
@@ -819,11 +804,7 @@ fn read_wandb_run(
     input: &Input,
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<ReadOutcome, ReadError> {
-    let shape_error = |message: String| ReadError::Shape {
-        input: input.display.clone(),
-        shape: Shape::Wandb,
-        message,
-    };
+    let shape_error = shape_error_of(input, Shape::Wandb);
     let given = input
         .path
         .clone()
@@ -883,11 +864,7 @@ fn read_event_files(
             (name, bytes)
         })
         .collect();
-    let shape_error = |message: String| ReadError::Shape {
-        input: input.display.clone(),
-        shape: Shape::TensorBoardEvents,
-        message,
-    };
+    let shape_error = shape_error_of(input, Shape::TensorBoardEvents);
     let (shaped, warnings) = shapes::tfevents::read(&files).map_err(shape_error)?;
     let run = match input.relative.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),

@@ -59,6 +59,18 @@ impl Workdir {
 }
 
 /// The repository's own fixtures folder.
+/// The flags of a run every test table can be enriched with: bf16 on 8 H100s at 4.2e10 FLOPs per token.
+pub const H100_RUN_FLAGS: [&str; 8] = [
+    "--num-devices",
+    "8",
+    "--flops-per-token",
+    "4.2e10",
+    "--device",
+    "NVIDIA H100 80GB HBM3",
+    "--dtype",
+    "bf16",
+];
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
