@@ -6,7 +6,9 @@
 //! the most tokens wins (`h100 pcie` beats `h100`); a tie between two entries is ambiguous and resolves to
 //! nothing. A name that carries a cut-down qualifier (Laptop, Max-Q, "D", lite, Ti, SUPER, MIG) only
 //! matches a pattern that names that qualifier too, so a laptop or export part never gets the desktop
-//! part's value.
+//! part's value. A name that carries a product-line marker ("PRO", as in NVIDIA's RTX PRO Blackwell line)
+//! only matches a pattern that carries it too, so "RTX PRO 4000 Blackwell SFF" is not the "RTX 4000 SFF"
+//! Ada card whose tokens it contains.
 
 // A fast hasher for the few short words looked up per name (SipHash was a tenth of a lookup).
 use polars::prelude::PlHashMap;
@@ -19,6 +21,10 @@ use super::table::PeakTable;
 pub const CUT_DOWN_QUALIFIERS: &[&str] = &[
     "laptop", "mobile", "q", "d", "lite", "ti", "super", "mig", "maxq",
 ];
+
+/// Tokens that name a separate product line. A name with one of these only matches a pattern that contains
+/// it; unlike a cut-down qualifier it is not a weaker variant of anything, so a miss is plainly unmatched.
+pub const LINE_MARKERS: &[&str] = &["pro"];
 
 /// A successful match and why it won.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +96,11 @@ impl Matcher {
             .copied()
             .filter(|t| CUT_DOWN_QUALIFIERS.contains(t))
             .collect();
+        let markers: Vec<&str> = tokens
+            .iter()
+            .copied()
+            .filter(|t| LINE_MARKERS.contains(t))
+            .collect();
 
         // Best pattern per entry: (entry, pattern, the token it matched from). Lookups are the hot path of
         // `mfu lookup` and of every new (device, dtype) pair, so the loop allocates nothing per candidate.
@@ -102,6 +113,9 @@ impl Matcher {
             };
             for (entry, pattern) in candidates {
                 if !pattern.match_positions(&tokens, start, &mut positions) {
+                    continue;
+                }
+                if markers.iter().any(|m| !pattern.contains_word(m)) {
                     continue;
                 }
                 if let Some(q) = qualifiers.iter().find(|q| !pattern.contains_word(q)) {
