@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Field as ArrowRsField, Schema, SchemaRef};
-use rayon::prelude::*;
 
 use crate::arrow_bridge::BridgeError;
 use crate::columns::{extract_from, ColumnMapping};
@@ -240,31 +239,18 @@ fn output_schema_of(
 /// reads), the numbers as Float64.
 fn added_arrays(computed: ComputedValues) -> Result<Vec<(&'static str, ArrayRef)>, BatchError> {
     let rows = computed.row_pair.len();
-    // The text column is laid while the numeric columns' validity is packed.
-    let (devices, numbers) = rayon::join(
-        || resolved_devices(&computed),
-        || {
-            computed
-                .numbers
-                .par_iter()
-                .map(|(name, floats)| {
-                    let nulls = floats.has_nulls().then(|| {
-                        let bits = floats.validity_bits();
-                        arrow::buffer::NullBuffer::new(arrow::buffer::BooleanBuffer::new(
-                            bits.into(),
-                            0,
-                            rows,
-                        ))
-                    });
-                    (*name, nulls)
-                })
-                .collect::<Vec<_>>()
-        },
-    );
-    let mut added: Vec<(&'static str, ArrayRef)> = vec![(RESOLVED_DEVICE, devices?)];
-    for ((name, nulls), (_, floats)) in numbers.into_iter().zip(computed.numbers) {
-        let array = Float64Array::new(floats.values.into(), nulls);
-        added.push((name, Arc::new(array) as ArrayRef));
+    let mut added: Vec<(&'static str, ArrayRef)> =
+        vec![(RESOLVED_DEVICE, resolved_devices(&computed)?)];
+    for (name, floats) in computed.numbers {
+        // The row loop left the validity as a bitmap with its count of nulls: no pass over the rows here.
+        let (values, bits, nulls) = floats.into_parts();
+        let nulls = (nulls > 0).then(|| {
+            arrow::buffer::NullBuffer::new(arrow::buffer::BooleanBuffer::new(bits.into(), 0, rows))
+        });
+        added.push((
+            name,
+            Arc::new(Float64Array::new(values.into(), nulls)) as ArrayRef,
+        ));
     }
     Ok(added)
 }
