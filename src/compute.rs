@@ -581,6 +581,9 @@ fn chunk_rows(
     [bad_step, bad_count, overflowed, null_mfu, above_one]
 }
 
+/// Rows the pair walk compares at once with the current pair.
+const PAIR_BLOCK: usize = 64;
+
 /// Each row's code of a text field whose texts are coded, constant or missing (one code for all rows).
 #[derive(Clone, Copy)]
 enum Codes<'a> {
@@ -760,7 +763,6 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
             let mut lookup = |row: usize, key: (u32, u32)| -> usize {
                 *pair_index.entry(key).or_insert_with(|| {
                     pairs.push(resolver.resolve(values.device.get(row), values.dtype.get(row)));
-                    pair_rows.push(0);
                     pairs.len() - 1
                 })
             };
@@ -768,35 +770,46 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
                 Codes::Rows(c) => c[row],
                 Codes::One => 0,
             };
-            // The first row's pair (any pair, for a table of no rows: nothing is walked then).
-            let first = |codes: Codes<'_>| if n > 0 { code(codes, 0) } else { 0 };
-            let mut last = (first(device_codes), first(dtype_codes));
-            let mut idx = if n > 0 { lookup(0, last) } else { 0 };
-            // The codes' slices walked directly; the map only where the pair changes.
-            let mut walk = |row: usize, key: (u32, u32)| {
-                if key != last {
-                    last = key;
-                    idx = lookup(row, key);
-                }
-                row_pair.push(idx as u32);
+            // Whether every row of `rows` has code `value` (no early exit, so it vectorizes).
+            let all = |codes: Codes<'_>, rows: std::ops::Range<usize>, value: u32| match codes {
+                Codes::Rows(c) => c[rows].iter().fold(true, |all, c| all & (*c == value)),
+                Codes::One => true,
             };
-            match (device_codes, dtype_codes) {
-                (Codes::Rows(d), Codes::Rows(t)) => {
-                    for (row, (a, b)) in d.iter().zip(t).enumerate() {
-                        walk(row, (*a, *b));
+            // The codes walked a block of rows at a time: a block all of the current pair (most of them:
+            // a run's rows are contiguous) is one comparison and one fill, and the map is looked up only
+            // where the pair changes. Rows per pair are counted run by run.
+            let mut add_rows = |pair: usize, rows: usize| {
+                if pair_rows.len() <= pair {
+                    pair_rows.resize(pair + 1, 0);
+                }
+                pair_rows[pair] += rows;
+            };
+            if n > 0 {
+                let mut last = (code(device_codes, 0), code(dtype_codes, 0));
+                let mut idx = lookup(0, last);
+                let mut run_start = 0;
+                let mut row = 0;
+                while row < n {
+                    let end = (row + PAIR_BLOCK).min(n);
+                    if all(device_codes, row..end, last.0) && all(dtype_codes, row..end, last.1) {
+                        row_pair.extend(std::iter::repeat_n(idx as u32, end - row));
+                        row = end;
+                        continue;
                     }
+                    for r in row..end {
+                        let key = (code(device_codes, r), code(dtype_codes, r));
+                        if key != last {
+                            add_rows(idx, r - run_start);
+                            (run_start, last) = (r, key);
+                            idx = lookup(r, key);
+                        }
+                        row_pair.push(idx as u32);
+                    }
+                    row = end;
                 }
-                (Codes::Rows(d), Codes::One) => {
-                    d.iter().enumerate().for_each(|(row, c)| walk(row, (*c, 0)))
-                }
-                (Codes::One, Codes::Rows(t)) => {
-                    t.iter().enumerate().for_each(|(row, c)| walk(row, (0, *c)))
-                }
-                (Codes::One, Codes::One) => (0..n).for_each(|row| walk(row, (0, 0))),
+                add_rows(idx, n - run_start);
             }
-            for pair in &row_pair {
-                pair_rows[*pair as usize] += 1;
-            }
+            pair_rows.resize(pairs.len(), 0);
         }
         _ => {
             let mut pair_index: HashMap<PairKey, usize> = HashMap::new();
@@ -1108,6 +1121,13 @@ mod tests {
                 );
             }
         }
+        // Each row's pair, and the rows of the unknown device counted once each.
+        let acme_rows = (0..n).filter(|row| row % 1000 >= 700).count();
+        for (row, pair) in many.row_pair.iter().enumerate() {
+            assert_eq!(many.pairs[*pair as usize].peak, peak(row), "row {row}");
+        }
+        let unresolved: usize = many.stats.unresolved.iter().map(|(_, rows)| rows).sum();
+        assert_eq!(unresolved, acme_rows);
         for (name, floats) in &many.numbers {
             let nulls = (0..n).filter(|row| floats.get(*row).is_none()).count();
             assert_eq!(floats.nulls, nulls, "{name}");
