@@ -367,7 +367,7 @@ impl Lane {
 fn arithmetic(
     values: &FieldValues,
     peaks: &[f64],
-    row_pair: &[u32],
+    runs: &PairRuns,
     rows: Rows<'_>,
 ) -> (ComputeStats, [usize; 5]) {
     if rows.len() > PIECE_ROWS {
@@ -375,8 +375,8 @@ fn arithmetic(
         let mid = rows.len() / 2 / 8 * 8;
         let (left, right) = rows.split(mid);
         let ((mut a, mut nulls), (b, more)) = rayon::join(
-            || arithmetic(values, peaks, row_pair, left),
-            || arithmetic(values, peaks, row_pair, right),
+            || arithmetic(values, peaks, runs, left),
+            || arithmetic(values, peaks, runs, right),
         );
         a.add(&b);
         nulls.iter_mut().zip(more).for_each(|(n, m)| *n += m);
@@ -403,9 +403,7 @@ fn arithmetic(
     while done < n {
         let len = CHUNK_ROWS.min(n - done);
         let row0 = first_row + done;
-        for (value, pair) in peak.values.iter_mut().zip(&row_pair[row0..row0 + len]) {
-            *value = peaks[*pair as usize];
-        }
+        runs.fill(row0, peaks, &mut peak.values[..len]);
         let fields = [
             step.field(&values.step_time_s, row0, len),
             fwd_bwd.field(&values.fwd_bwd_time_s, row0, len),
@@ -709,12 +707,73 @@ fn pack_bits_into(flags: &[bool], bits: &mut [u8]) -> usize {
     set
 }
 
+/// Each row's (device, precision) pair, as runs of rows with one pair: run `k` covers rows `starts[k]` up
+/// to the next run's start (the last one to `rows`). A log keeps a run's rows together, so runs are few
+/// and the columns that follow the pair (the peak, `resolved_device`) are laid a run at a time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairRuns {
+    starts: Vec<usize>,
+    pairs: Vec<u32>,
+    rows: usize,
+}
+
+impl PairRuns {
+    /// Row `row` (the next one) has pair `pair`, which starts a run if the row before had another.
+    #[inline]
+    fn at(&mut self, row: usize, pair: u32) {
+        if self.pairs.last() != Some(&pair) {
+            self.starts.push(row);
+            self.pairs.push(pair);
+        }
+    }
+
+    /// Runs of each row's pair in `row_pair`.
+    pub fn from_rows(row_pair: &[u32]) -> PairRuns {
+        let mut runs = PairRuns::default();
+        for (row, pair) in row_pair.iter().enumerate() {
+            runs.at(row, *pair);
+        }
+        runs.rows = row_pair.len();
+        runs
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Each run's rows and pair, in row order.
+    pub fn iter(&self) -> impl Iterator<Item = (std::ops::Range<usize>, u32)> + '_ {
+        let ends = self.starts.iter().skip(1).copied().chain([self.rows]);
+        self.starts
+            .iter()
+            .zip(ends)
+            .zip(&self.pairs)
+            .map(|((start, end), pair)| (*start..end, *pair))
+    }
+
+    /// Rows `start..start + out.len()`, each given its pair's value in `per_pair`.
+    fn fill(&self, start: usize, per_pair: &[f64], out: &mut [f64]) {
+        let end = start + out.len();
+        let mut run = self
+            .starts
+            .partition_point(|s| *s <= start)
+            .saturating_sub(1);
+        let mut row = start;
+        while row < end {
+            let run_end = self.starts.get(run + 1).map_or(end, |s| (*s).min(end));
+            out[row - start..run_end - start].fill(per_pair[self.pairs[run] as usize]);
+            (row, run) = (run_end, run + 1);
+        }
+    }
+}
+
 /// The added columns as plain values, before they become a table's columns.
 #[derive(Debug)]
 pub struct ComputedValues {
     /// Each distinct (device, precision) pair's resolution, and each row's pair.
     pub pairs: Vec<Resolved>,
-    pub row_pair: Vec<u32>,
+    pub runs: PairRuns,
     /// The five numeric columns of the six, in output order, then the extras asked for.
     pub numbers: Vec<(&'static str, Floats)>,
     pub stats: ComputeStats,
@@ -723,11 +782,11 @@ pub struct ComputedValues {
 /// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
 pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
     let computed = compute_values(values, resolver, extras);
-    let mut resolved_device = TextColumn::with_capacity(computed.row_pair.len());
-    for &pair in &computed.row_pair {
+    let mut resolved_device = TextColumn::with_capacity(computed.runs.rows());
+    for (rows, pair) in computed.runs.iter() {
         match computed.pairs[pair as usize].device.as_deref() {
-            Some(device) => resolved_device.push_value(device),
-            None => resolved_device.push_null(),
+            Some(device) => rows.for_each(|_| resolved_device.push_value(device)),
+            None => rows.for_each(|_| resolved_device.push_null()),
         }
     }
     let mut columns = Vec::with_capacity(computed.numbers.len() + 1);
@@ -754,17 +813,16 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     // Distinct (device, dtype) pairs, each resolved once. Runs are contiguous in real logs, so the previous
     // row's pair is checked before the hash map; text read from Arrow is coded, so pairs are pairs of codes.
     let mut pairs: Vec<Resolved> = Vec::new();
-    let mut pair_rows: Vec<usize> = Vec::new();
-    let mut row_pair: Vec<u32> = Vec::with_capacity(n);
+    let mut runs = PairRuns::default();
     match (text_codes(&values.device), text_codes(&values.dtype)) {
         (Some(device_codes), Some(dtype_codes)) => {
             let mut pair_index: HashMap<(u32, u32), usize> = HashMap::new();
             // A pair seen for the first time, or again after another: looked up, resolved when new.
-            let mut lookup = |row: usize, key: (u32, u32)| -> usize {
+            let mut lookup = |row: usize, key: (u32, u32)| -> u32 {
                 *pair_index.entry(key).or_insert_with(|| {
                     pairs.push(resolver.resolve(values.device.get(row), values.dtype.get(row)));
                     pairs.len() - 1
-                })
+                }) as u32
             };
             let code = |codes: Codes<'_>, row: usize| match codes {
                 Codes::Rows(c) => c[row],
@@ -776,61 +834,48 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
                 Codes::One => true,
             };
             // The codes walked a block of rows at a time: a block all of the current pair (most of them:
-            // a run's rows are contiguous) is one comparison and one fill, and the map is looked up only
-            // where the pair changes. Rows per pair are counted run by run.
-            let mut add_rows = |pair: usize, rows: usize| {
-                if pair_rows.len() <= pair {
-                    pair_rows.resize(pair + 1, 0);
-                }
-                pair_rows[pair] += rows;
-            };
+            // a run's rows are contiguous) is one comparison, and the map is looked up only where the
+            // pair changes.
             if n > 0 {
                 let mut last = (code(device_codes, 0), code(dtype_codes, 0));
-                let mut idx = lookup(0, last);
-                let mut run_start = 0;
+                runs.at(0, lookup(0, last));
                 let mut row = 0;
                 while row < n {
                     let end = (row + PAIR_BLOCK).min(n);
-                    if all(device_codes, row..end, last.0) && all(dtype_codes, row..end, last.1) {
-                        row_pair.extend(std::iter::repeat_n(idx as u32, end - row));
-                        row = end;
-                        continue;
-                    }
-                    for r in row..end {
-                        let key = (code(device_codes, r), code(dtype_codes, r));
-                        if key != last {
-                            add_rows(idx, r - run_start);
-                            (run_start, last) = (r, key);
-                            idx = lookup(r, key);
+                    if !(all(device_codes, row..end, last.0) && all(dtype_codes, row..end, last.1))
+                    {
+                        for r in row..end {
+                            let key = (code(device_codes, r), code(dtype_codes, r));
+                            if key != last {
+                                last = key;
+                                runs.at(r, lookup(r, key));
+                            }
                         }
-                        row_pair.push(idx as u32);
                     }
                     row = end;
                 }
-                add_rows(idx, n - run_start);
             }
-            pair_rows.resize(pairs.len(), 0);
         }
         _ => {
-            let mut pair_index: HashMap<PairKey, usize> = HashMap::new();
-            let mut last: Option<(PairKey, usize)> = None;
-            for key in text_values(&values.device, n).zip(text_values(&values.dtype, n)) {
-                let idx = match last {
-                    Some((k, i)) if k == key => i,
-                    _ => {
-                        let i = *pair_index.entry(key).or_insert_with(|| {
-                            pairs.push(resolver.resolve(key.0, key.1));
-                            pair_rows.push(0);
-                            pairs.len() - 1
-                        });
-                        last = Some((key, i));
-                        i
-                    }
-                };
-                pair_rows[idx] += 1;
-                row_pair.push(idx as u32);
+            let mut pair_index: HashMap<PairKey, u32> = HashMap::new();
+            let mut last: Option<PairKey> = None;
+            let keys = text_values(&values.device, n).zip(text_values(&values.dtype, n));
+            for (row, key) in keys.enumerate() {
+                if last != Some(key) {
+                    last = Some(key);
+                    let pair = *pair_index.entry(key).or_insert_with(|| {
+                        pairs.push(resolver.resolve(key.0, key.1));
+                        (pairs.len() - 1) as u32
+                    });
+                    runs.at(row, pair);
+                }
             }
         }
+    }
+    runs.rows = n;
+    let mut pair_rows = vec![0usize; pairs.len()];
+    for (rows, pair) in runs.iter() {
+        pair_rows[pair as usize] += rows.len();
     }
 
     // The values are left unwritten until the row loop writes each once: clearing 40 MB of output for a 1M
@@ -850,7 +895,7 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         mfu_fb: out(o4, n),
     };
     let peaks: Vec<f64> = pairs.iter().map(|r| r.peak.unwrap_or(f64::NAN)).collect();
-    let (counted, nulls) = arithmetic(values, &peaks, &row_pair, rows);
+    let (counted, nulls) = arithmetic(values, &peaks, &runs, rows);
     let mut column = 0;
     let [peak_col, tps_col, achieved_col, mfu_col, mfu_fb_col] =
         outputs.map(|(mut values, valid)| {
@@ -929,7 +974,7 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     numbers.extend(extra_columns);
     ComputedValues {
         pairs,
-        row_pair,
+        runs,
         numbers,
         stats,
     }
@@ -1123,9 +1168,17 @@ mod tests {
         }
         // Each row's pair, and the rows of the unknown device counted once each.
         let acme_rows = (0..n).filter(|row| row % 1000 >= 700).count();
-        for (row, pair) in many.row_pair.iter().enumerate() {
-            assert_eq!(many.pairs[*pair as usize].peak, peak(row), "row {row}");
+        assert_eq!(many.runs.rows(), n);
+        let mut next = 0;
+        for (rows, pair) in many.runs.iter() {
+            assert_eq!(rows.start, next);
+            next = rows.end;
+            for row in rows {
+                assert_eq!(many.pairs[pair as usize].peak, peak(row), "row {row}");
+            }
         }
+        assert_eq!(next, n);
+        assert_eq!(many.runs.iter().count(), n.div_ceil(1000) * 2 - 1);
         let unresolved: usize = many.stats.unresolved.iter().map(|(_, rows)| rows).sum();
         assert_eq!(unresolved, acme_rows);
         for (name, floats) in &many.numbers {

@@ -11,7 +11,7 @@ use arrow::datatypes::{Field as ArrowRsField, Schema, SchemaRef};
 
 use crate::arrow_bridge::BridgeError;
 use crate::columns::{extract_from, ColumnMapping};
-use crate::compute::{compute_values, pack_bits, ComputeStats, ComputedValues, RESOLVED_DEVICE};
+use crate::compute::{compute_values, ComputeStats, ComputedValues, RESOLVED_DEVICE};
 use crate::enrich::{plan_columns, EnrichError, EnrichOptions};
 use crate::read::Shape;
 
@@ -238,7 +238,7 @@ fn output_schema_of(
 /// The added columns as Arrow arrays: the resolved device as plain Utf8 (which every Arrow consumer
 /// reads), the numbers as Float64.
 fn added_arrays(computed: ComputedValues) -> Result<Vec<(&'static str, ArrayRef)>, BatchError> {
-    let rows = computed.row_pair.len();
+    let rows = computed.runs.rows();
     let mut added: Vec<(&'static str, ArrayRef)> =
         vec![(RESOLVED_DEVICE, resolved_devices(&computed)?)];
     for (name, floats) in computed.numbers {
@@ -263,10 +263,10 @@ fn resolved_devices(computed: &ComputedValues) -> Result<ArrayRef, BatchError> {
         .iter()
         .map(|p| p.device.as_deref().map(str::as_bytes))
         .collect();
-    let bytes: usize = computed
-        .row_pair
+    let runs = &computed.runs;
+    let bytes: usize = runs
         .iter()
-        .map(|p| names[*p as usize].map_or(0, <[u8]>::len))
+        .map(|(rows, pair)| rows.len() * names[pair as usize].map_or(0, <[u8]>::len))
         .sum();
     if i32::try_from(bytes).is_err() {
         return Err(BridgeError::Unwritable {
@@ -279,34 +279,32 @@ fn resolved_devices(computed: &ComputedValues) -> Result<ArrayRef, BatchError> {
         .into());
     }
     let mut data: Vec<u8> = Vec::with_capacity(bytes);
-    let mut offsets: Vec<i32> = Vec::with_capacity(computed.row_pair.len() + 1);
+    let mut offsets: Vec<i32> = Vec::with_capacity(runs.rows() + 1);
     offsets.push(0);
-    // Rows come in runs of one pair (a run's rows are contiguous in a log): a run's names are laid down
-    // by doubling what is already there, a few large copies rather than one small copy per row.
-    for run in computed.row_pair.chunk_by(|a, b| a == b) {
-        let name = names[run[0] as usize].unwrap_or_default();
+    // A run's names are laid down by doubling what is already there: a few large copies rather than one
+    // small copy per row.
+    for (rows, pair) in runs.iter() {
+        let name = names[pair as usize].unwrap_or_default();
         let start = data.len();
         // At most `bytes`, checked above.
         let (from, step) = (start as i32, name.len() as i32);
-        offsets.extend((1..=run.len() as i32).map(|k| from + k * step));
+        offsets.extend((1..=rows.len() as i32).map(|k| from + k * step));
         if name.is_empty() {
             continue;
         }
         data.extend_from_slice(name);
-        let total = name.len() * run.len();
+        let total = name.len() * rows.len();
         while data.len() - start < total {
             let have = data.len() - start;
             data.extend_from_within(start..start + have.min(total - have));
         }
     }
     let nulls = names.iter().any(Option::is_none).then(|| {
-        let valid: Vec<bool> = computed
-            .row_pair
-            .iter()
-            .map(|p| names[*p as usize].is_some())
-            .collect();
-        let bits = arrow::buffer::BooleanBuffer::new(pack_bits(&valid).into(), 0, valid.len());
-        arrow::buffer::NullBuffer::new(bits)
+        let mut valid = arrow::array::BooleanBufferBuilder::new(runs.rows());
+        for (rows, pair) in runs.iter() {
+            valid.append_n(rows.len(), names[pair as usize].is_some());
+        }
+        arrow::buffer::NullBuffer::new(valid.finish())
     });
     let offsets = arrow::buffer::OffsetBuffer::new(offsets.into());
     // SAFETY: the offsets start at 0 and never decrease, the last is the data's length, there is one per
@@ -333,7 +331,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compute::OUTPUT_COLUMNS;
+    use crate::compute::{PairRuns, OUTPUT_COLUMNS};
     use crate::peaks::Resolver;
     use arrow::array::{Array, Float64Array, Int64Array, StringArray};
     use arrow::datatypes::DataType as ArrowType;
@@ -394,7 +392,7 @@ mod tests {
             .collect();
         let computed = ComputedValues {
             pairs,
-            row_pair,
+            runs: PairRuns::from_rows(&row_pair),
             numbers: Vec::new(),
             stats: ComputeStats::default(),
         };
