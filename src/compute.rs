@@ -816,7 +816,7 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     let mut runs = PairRuns::default();
     match (text_codes(&values.device), text_codes(&values.dtype)) {
         (Some(device_codes), Some(dtype_codes)) => {
-            let mut pair_index: HashMap<(u32, u32), usize> = HashMap::new();
+            let mut pair_index: PlHashMap<(u32, u32), usize> = PlHashMap::default();
             // A pair seen for the first time, or again after another: looked up, resolved when new.
             let mut lookup = |row: usize, key: (u32, u32)| -> u32 {
                 *pair_index.entry(key).or_insert_with(|| {
@@ -836,9 +836,13 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
             // The codes walked a block of rows at a time: a block all of the current pair (most of them:
             // a run's rows are contiguous) is one comparison, and the map is looked up only where the
             // pair changes.
+            // The pair before the current one is kept too: rows that alternate between two pairs skip
+            // the map.
             if n > 0 {
                 let mut last = (code(device_codes, 0), code(dtype_codes, 0));
-                runs.at(0, lookup(0, last));
+                let mut last_pair = lookup(0, last);
+                let mut before: Option<((u32, u32), u32)> = None;
+                runs.at(0, last_pair);
                 let mut row = 0;
                 while row < n {
                     let end = (row + PAIR_BLOCK).min(n);
@@ -847,8 +851,13 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
                         for r in row..end {
                             let key = (code(device_codes, r), code(dtype_codes, r));
                             if key != last {
-                                last = key;
-                                runs.at(r, lookup(r, key));
+                                let pair = match before {
+                                    Some((k, p)) if k == key => p,
+                                    _ => lookup(r, key),
+                                };
+                                before = Some((last, last_pair));
+                                (last, last_pair) = (key, pair);
+                                runs.at(r, pair);
                             }
                         }
                     }
@@ -857,7 +866,7 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
             }
         }
         _ => {
-            let mut pair_index: HashMap<PairKey, u32> = HashMap::new();
+            let mut pair_index: PlHashMap<PairKey, u32> = PlHashMap::default();
             let mut last: Option<PairKey> = None;
             let keys = text_values(&values.device, n).zip(text_values(&values.dtype, n));
             for (row, key) in keys.enumerate() {
@@ -1186,6 +1195,44 @@ mod tests {
             assert_eq!(floats.nulls, nulls, "{name}");
             assert!(nulls > 0 && nulls < n, "{name}: {nulls} nulls");
         }
+    }
+
+    /// Rows whose device alternates row by row among three (the walk's memory of the pair before the
+    /// last one, and its map) each get their own device's peak, and the rows per pair add up.
+    #[test]
+    fn pairs_that_alternate_row_by_row_resolve_each_row() {
+        let codes: Vec<u32> = (0..5000u32)
+            .map(|row| [0, 1, 0, 1, 2, 1][row as usize % 6])
+            .collect();
+        let names = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Acme X"];
+        let n = codes.len();
+        let values = FieldValues {
+            height: n,
+            step_time_s: Numbers::Constant(1.0),
+            fwd_bwd_time_s: Numbers::Missing,
+            tokens: Numbers::Constant(1000.0),
+            num_devices: Numbers::Constant(1.0),
+            flops_per_token: Numbers::Constant(1e9),
+            device: Texts::Coded {
+                codes: codes.clone(),
+                values: names.iter().map(|s| Some(s.to_string())).collect(),
+            },
+            dtype: Texts::Constant("bf16".into()),
+            logged_mfu: Numbers::Missing,
+            steps: Vec::new(),
+            runs: Vec::new(),
+            spans: None,
+            non_numeric: Vec::new(),
+        };
+        let computed = compute_values(&values, &Resolver::builtin(), Extras::default());
+        let want = [Some(989.4e12), Some(312e12), None];
+        let peak = &computed.numbers[0].1;
+        for (row, code) in codes.iter().enumerate() {
+            assert_eq!(peak.get(row), want[*code as usize], "row {row}");
+        }
+        assert_eq!(computed.runs.iter().count(), n);
+        let unresolved: usize = computed.stats.unresolved.iter().map(|(_, r)| r).sum();
+        assert_eq!(unresolved, codes.iter().filter(|c| **c == 2).count());
     }
 
     fn corner() -> impl proptest::strategy::Strategy<Value = Option<f64>> {

@@ -6,11 +6,9 @@
 //! Measured (benches/python_enrich.py, 1M rows): carrying every column of a batch into polars and the added
 //! columns back took about 30% of `mfu.enrich`'s time; see docs/python.md for the figures.
 
-use std::collections::HashMap;
-
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::{DataType as ArrowType, Float64Type, Int64Type};
-use polars::prelude::{PolarsError, PolarsResult};
+use polars::prelude::{PlHashMap, PolarsError, PolarsResult};
 
 use super::{numeric_values, text_numbers, text_values, FieldTable, Numbers, Texts};
 
@@ -70,24 +68,33 @@ fn same_text(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
 /// Rows checked at once for repeating the row before them (see [`Coder::push_array`]).
 const REPEAT_WINDOW: usize = 512;
 
-/// Text cells coded by first appearance, across any number of arrays: a cell equal to the one before it
-/// skips the map. A string array without nulls is read straight from its offsets and bytes.
+/// Distinct cells remembered besides the last one, so rows that alternate between a few texts (devices
+/// interleaved row by row) skip the map too.
+const RECENT: usize = 4;
+
+/// Text cells coded by first appearance, across any number of arrays: a cell equal to the one before it,
+/// or to one of the few distinct cells before that, skips the map. A string array without nulls is read
+/// straight from its offsets and bytes.
 struct Coder<'a> {
-    index: HashMap<Vec<u8>, u32>,
+    index: PlHashMap<Vec<u8>, u32>,
     null_code: Option<u32>,
     values: Vec<Option<String>>,
     codes: Vec<u32>,
     last: Option<(Option<&'a [u8]>, u32)>,
+    recent: Vec<(&'a [u8], u32)>,
+    next_recent: usize,
 }
 
 impl<'a> Coder<'a> {
     fn new(rows: usize) -> Coder<'a> {
         Coder {
-            index: HashMap::new(),
+            index: PlHashMap::default(),
             null_code: None,
             values: Vec::new(),
             codes: Vec::with_capacity(rows),
             last: None,
+            recent: Vec::with_capacity(RECENT),
+            next_recent: 0,
         }
     }
 
@@ -112,18 +119,43 @@ impl<'a> Coder<'a> {
         }
     }
 
-    /// Codes a cell that lives as long as the coder: a cell equal to the one before skips the map.
+    /// Codes a cell that lives as long as the coder: a cell equal to the one before, or to a recent
+    /// distinct one, skips the map.
     #[inline(always)]
     fn push(&mut self, cell: Option<&'a [u8]>) {
         let code = match self.last {
             Some((prev, code)) if same_text(prev, cell) => code,
             _ => {
-                let code = self.code_of(cell);
+                let code = self.code_of_recent(cell);
                 self.last = Some((cell, code));
                 code
             }
         };
         self.codes.push(code);
+    }
+
+    /// The code of a cell that differs from the one before: looked for among the recent distinct cells,
+    /// then in the map (and remembered as recent).
+    #[inline(never)]
+    fn code_of_recent(&mut self, cell: Option<&'a [u8]>) -> u32 {
+        let Some(c) = cell else {
+            return self.code_of(None);
+        };
+        if let Some((_, code)) = self
+            .recent
+            .iter()
+            .find(|(r, _)| same_text(Some(r), Some(c)))
+        {
+            return *code;
+        }
+        let code = self.code_of(Some(c));
+        if self.recent.len() < RECENT {
+            self.recent.push((c, code));
+        } else {
+            self.recent[self.next_recent % RECENT] = (c, code);
+        }
+        self.next_recent += 1;
+        code
     }
 
     /// Codes `rows` more cells equal to the last one pushed.
