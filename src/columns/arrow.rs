@@ -448,6 +448,41 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The same over arbitrary cells: short texts over a two-letter alphabet (so many share a length
+        /// and differ in one byte), in runs of any length, split into two arrays anywhere.
+        #[test]
+        fn coding_by_windows_equals_coding_by_cells_for_any_cells(
+            runs in proptest::collection::vec(("[ab]{0,6}", 1usize..700), 1..40),
+            split in 0usize..10_000,
+        ) {
+            use arrow::array::{LargeStringArray, StringArray};
+            use std::sync::Arc;
+            let cells: Vec<&str> = runs
+                .iter()
+                .flat_map(|(text, run)| std::iter::repeat_n(text.as_str(), *run))
+                .collect();
+            let split = split.min(cells.len());
+            let arrays: Vec<ArrayRef> = vec![
+                Arc::new(LargeStringArray::from(cells[..split].to_vec())),
+                Arc::new(StringArray::from(cells[split..].to_vec())),
+            ];
+            let mut windows = Coder::new(cells.len());
+            for array in &arrays {
+                proptest::prop_assert!(windows.push_array(array));
+            }
+            let mut one_by_one = Coder::new(cells.len());
+            cells.iter().for_each(|cell| one_by_one.push_owned(Some(cell)));
+            let (Texts::Coded { codes, values }, Texts::Coded { codes: want, values: want_values }) =
+                (windows.finish(), one_by_one.finish())
+            else {
+                unreachable!()
+            };
+            proptest::prop_assert_eq!(codes, want);
+            proptest::prop_assert_eq!(values, want_values);
+        }
+    }
+
     #[test]
     fn same_text_agrees_with_equality() {
         let mut texts: Vec<Option<String>> = vec![None];
