@@ -654,15 +654,6 @@ impl Floats {
         (0..self.len()).map(|row| self.get(row)).collect()
     }
 
-    pub fn has_nulls(&self) -> bool {
-        self.nulls > 0
-    }
-
-    /// The validity as a bitmap in Arrow's layout (see [`pack_bits`]).
-    pub fn validity_bits(&self) -> &[u8] {
-        &self.valid
-    }
-
     /// The values, the validity bitmap and the count of nulls.
     pub fn into_parts(self) -> (Vec<f64>, Vec<u8>, usize) {
         (self.values, self.valid, self.nulls)
@@ -677,16 +668,10 @@ impl From<Vec<Option<f64>>> for Floats {
     }
 }
 
-/// `flags` as a bitmap in Arrow's layout (bit `i % 8` of byte `i / 8`, least significant first), eight
-/// at a time: eight 0/1 bytes read as one little-endian word, times a constant whose partial products
-/// never overlap, put flag `i` at bit `56 + i` of the product.
-pub fn pack_bits(flags: &[bool]) -> Vec<u8> {
-    let mut bits = vec![0u8; flags.len().div_ceil(8)];
-    pack_bits_into(flags, &mut bits);
-    bits
-}
-
-/// [`pack_bits`] into `bits` (`flags.len()` rounded up to bytes long); gives the number of flags set.
+/// `flags` into `bits` (`flags.len()` rounded up to bytes long) as a bitmap in Arrow's layout (bit `i % 8`
+/// of byte `i / 8`, least significant first), eight at a time: eight 0/1 bytes read as one little-endian
+/// word, times a constant whose partial products never overlap, put flag `i` at bit `56 + i` of the
+/// product. Gives the number of flags set.
 fn pack_bits_into(flags: &[bool], bits: &mut [u8]) -> usize {
     let mut set = 0;
     let mut chunks = flags.chunks_exact(8);
@@ -728,6 +713,7 @@ impl PairRuns {
     }
 
     /// Runs of each row's pair in `row_pair`.
+    #[cfg(test)]
     pub fn from_rows(row_pair: &[u32]) -> PairRuns {
         let mut runs = PairRuns::default();
         for (row, pair) in row_pair.iter().enumerate() {
@@ -1061,18 +1047,17 @@ mod tests {
                 floats.push(ok.then_some(row as f64));
             }
             let nulls = valid.iter().filter(|v| !**v).count();
-            assert_eq!(floats.has_nulls(), nulls > 0);
             for (row, ok) in valid.iter().enumerate() {
                 assert_eq!(floats.get(row), ok.then_some(row as f64));
             }
-            let bits = floats.validity_bits().to_vec();
-            assert_eq!(bits, pack_bits(&valid), "{len} rows");
+            let (_, bits, counted) = floats.into_parts();
+            assert_eq!(counted, nulls);
             assert_eq!(bits.len(), len.div_ceil(8));
-            let packed = arrow::buffer::BooleanBuffer::new(bits.into(), 0, len);
+            let packed = arrow::buffer::BooleanBuffer::new(bits.clone().into(), 0, len);
             assert_eq!(packed.iter().collect::<Vec<_>>(), valid, "{len} rows");
             let mut into = vec![0xAAu8; len.div_ceil(8)];
             assert_eq!(pack_bits_into(&valid, &mut into), len - nulls);
-            assert_eq!(into, pack_bits(&valid));
+            assert_eq!(into, bits, "{len} rows");
         }
     }
 
