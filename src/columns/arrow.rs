@@ -119,10 +119,10 @@ impl<'a> Coder<'a> {
         }
     }
 
-    /// Codes a cell that lives as long as the coder: a cell equal to the one before, or to a recent
-    /// distinct one, skips the map.
+    /// Codes a cell that lives as long as the coder, and gives its code: a cell equal to the one before,
+    /// or to a recent distinct one, skips the map.
     #[inline(always)]
-    fn push(&mut self, cell: Option<&'a [u8]>) {
+    fn push(&mut self, cell: Option<&'a [u8]>) -> u32 {
         let code = match self.last {
             Some((prev, code)) if same_text(prev, cell) => code,
             _ => {
@@ -132,6 +132,7 @@ impl<'a> Coder<'a> {
             }
         };
         self.codes.push(code);
+        code
     }
 
     /// The code of a cell that differs from the one before: looked for among the recent distinct cells,
@@ -158,9 +159,8 @@ impl<'a> Coder<'a> {
         code
     }
 
-    /// Codes `rows` more cells equal to the last one pushed.
-    fn repeat_last(&mut self, rows: usize) {
-        let code = *self.codes.last().expect("a cell was pushed before");
+    /// Codes `rows` more cells of code `code`.
+    fn repeat(&mut self, code: u32, rows: usize) {
         self.codes.extend(std::iter::repeat_n(code, rows));
     }
 
@@ -178,9 +178,9 @@ impl<'a> Coder<'a> {
             array: &'a arrow::array::GenericStringArray<O>,
         ) {
             if array.null_count() > 0 {
-                array
-                    .iter()
-                    .for_each(|cell| coder.push(cell.map(str::as_bytes)));
+                array.iter().for_each(|cell| {
+                    coder.push(cell.map(str::as_bytes));
+                });
                 return;
             }
             let data = array.value_data();
@@ -190,7 +190,7 @@ impl<'a> Coder<'a> {
             let mut row = 0;
             while row < rows {
                 let first = cell(row);
-                coder.push(Some(first));
+                let code = coder.push(Some(first));
                 row += 1;
                 // The rows after it, up to a window of them, that repeat it: each as long as it, and the
                 // bytes from it to the window's end repeating with its length as the period (one
@@ -210,9 +210,11 @@ impl<'a> Coder<'a> {
                     offsets[row + same_length].as_usize(),
                 );
                 if data[start + len..end] == data[start..end - len] {
-                    coder.repeat_last(same_length);
+                    coder.repeat(code, same_length);
                 } else {
-                    (row..row + same_length).for_each(|r| coder.push(Some(cell(r))));
+                    (row..row + same_length).for_each(|r| {
+                        coder.push(Some(cell(r)));
+                    });
                 }
                 row += same_length;
             }
@@ -220,10 +222,9 @@ impl<'a> Coder<'a> {
         match array.data_type() {
             ArrowType::Utf8 => offsets(self, array.as_string::<i32>()),
             ArrowType::LargeUtf8 => offsets(self, array.as_string::<i64>()),
-            ArrowType::Utf8View => array
-                .as_string_view()
-                .iter()
-                .for_each(|cell| self.push(cell.map(str::as_bytes))),
+            ArrowType::Utf8View => array.as_string_view().iter().for_each(|cell| {
+                self.push(cell.map(str::as_bytes));
+            }),
             _ => return false,
         }
         true
