@@ -926,8 +926,7 @@ pub fn extract_from(
         if names_a_percentage(name) {
             match &mut logged_mfu {
                 Numbers::Column(v) => v.iter_mut().for_each(|x| *x = x.map(|m| m / 100.0)),
-                Numbers::Dense(v) => *v = v.iter().map(|x| x / 100.0).collect(),
-                Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
+                Numbers::Dense(_) | Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
                     let column = &logged_mfu;
                     let percent = (0..df.height())
                         .map(|row| column.get(row).unwrap_or(f64::NAN) / 100.0)
@@ -978,8 +977,7 @@ fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers 
             None => Numbers::Missing,
         },
         Numbers::Column(v) => Numbers::Column(v.iter().map(|s| per_len(*s)).collect()),
-        Numbers::Dense(v) => Numbers::Column(v.iter().map(|s| per_len(Some(*s))).collect()),
-        Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
+        Numbers::Dense(_) | Numbers::DenseInt(_) | Numbers::Pieces { .. } => {
             Numbers::Column((0..height).map(|row| per_len(seq_len.get(row))).collect())
         }
         Numbers::Missing => Numbers::Column(vec![None; height]),
