@@ -539,19 +539,15 @@ fn chunk_rows(
     let (mut bad_step, mut overflowed, mut null_mfu, mut above_one) =
         (0usize, 0usize, 0usize, 0usize);
     for i in 0..len {
-        let (s, b, t, d, f, p) = (sv[i], bv[i], tv[i], dv[i], fv[i], pv[i]);
-        let s_ok = (s > 0.0) & (s < INF);
-        let s = if s_ok { s } else { f64::NAN };
-        let b = if (b > 0.0) & (b < INF) { b } else { f64::NAN };
-        let t = if (t >= 0.0) & (t < INF) { t } else { f64::NAN };
-        let d = if (d > 0.0) & (d < INF) { d } else { f64::NAN };
-        let f = if (f >= 0.0) & (f < INF) { f } else { f64::NAN };
-
-        let work = t * f / d;
-        let tps = t / s;
-        let achieved = work / s;
-        let mfu = achieved / p;
-        let mfu_fb = work / b / p;
+        let p = pv[i];
+        let RowValues {
+            step_ok: s_ok,
+            work,
+            tps,
+            achieved,
+            mfu,
+            mfu_fb,
+        } = row_values(sv[i], bv[i], tv[i], dv[i], fv[i], p);
 
         bad_step += usize::from(!s_ok);
         overflowed += usize::from(
@@ -577,6 +573,97 @@ fn chunk_rows(
         mfu_fb_valid[i] = ok;
     }
     [bad_step, bad_count, overflowed, null_mfu, above_one]
+}
+
+/// One row's arithmetic before the null rule: NaN where an input is missing or invalid, +infinity where a
+/// valid row overflowed. Both the row loop and [`step_metrics`] call it, so a value logged while training
+/// and the same row enriched afterwards are the same bits.
+struct RowValues {
+    /// Whether the step time is positive and finite.
+    step_ok: bool,
+    /// `tokens * flops_per_token / num_devices`.
+    work: f64,
+    tps: f64,
+    achieved: f64,
+    mfu: f64,
+    mfu_fb: f64,
+}
+
+/// [`RowValues`] of step time `s`, fwd+bwd time `b`, tokens `t`, devices `d`, FLOPs per token `f` and peak
+/// `p` (NaN for any that is missing; `p` is positive and finite when known). No branch: it is the body of a
+/// loop that vectorizes.
+// `(x >= 0.0) & (x < INF)` rather than `(0.0..INF).contains(&x)`: the non-short-circuit `&` keeps the
+// loop free of branches.
+#[allow(clippy::manual_range_contains)]
+#[inline(always)]
+fn row_values(s: f64, b: f64, t: f64, d: f64, f: f64, p: f64) -> RowValues {
+    const INF: f64 = f64::INFINITY;
+    let step_ok = (s > 0.0) & (s < INF);
+    let s = if step_ok { s } else { f64::NAN };
+    let b = if (b > 0.0) & (b < INF) { b } else { f64::NAN };
+    let t = if (t >= 0.0) & (t < INF) { t } else { f64::NAN };
+    let d = if (d > 0.0) & (d < INF) { d } else { f64::NAN };
+    let f = if (f >= 0.0) & (f < INF) { f } else { f64::NAN };
+    let work = t * f / d;
+    let achieved = work / s;
+    RowValues {
+        step_ok,
+        work,
+        tps: t / s,
+        achieved,
+        mfu: achieved / p,
+        mfu_fb: work / b / p,
+    }
+}
+
+/// What one step (or one logging interval, given as per-step means) measured: the inputs of one row of
+/// `mfu enrich`. `None` is a missing value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepInputs {
+    /// Wall-clock seconds of the step.
+    pub step_time: Option<f64>,
+    /// Seconds of forward and backward only.
+    pub fwd_bwd_time: Option<f64>,
+    /// Tokens trained on by all devices in the step.
+    pub tokens: Option<f64>,
+    pub num_devices: Option<f64>,
+    pub flops_per_token: Option<f64>,
+    /// Dense peak FLOP/s of one device; `None` when unknown.
+    pub peak: Option<f64>,
+}
+
+/// The added columns of one row (all but `resolved_device`), each null by the rule of the column path.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepMetrics {
+    pub peak_flops_per_device: Option<f64>,
+    pub tokens_per_second: Option<f64>,
+    pub achieved_flops_per_device: Option<f64>,
+    pub mfu_wall_clock: Option<f64>,
+    pub mfu_fwd_bwd: Option<f64>,
+}
+
+/// The per-step entry point: the row loop's arithmetic for one row, for a meter that logs while a run
+/// trains. A value that is not a finite number is null, as in every output format; a peak that is not
+/// positive and finite counts as unknown.
+pub fn step_metrics(inputs: &StepInputs) -> StepMetrics {
+    let value = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let peak = inputs.peak.filter(|p| p.is_finite() && *p > 0.0);
+    let row = row_values(
+        value(inputs.step_time),
+        value(inputs.fwd_bwd_time),
+        value(inputs.tokens),
+        value(inputs.num_devices),
+        value(inputs.flops_per_token),
+        value(peak),
+    );
+    let finite = |v: f64| v.is_finite().then_some(v);
+    StepMetrics {
+        peak_flops_per_device: peak,
+        tokens_per_second: finite(row.tps),
+        achieved_flops_per_device: finite(row.achieved),
+        mfu_wall_clock: finite(row.mfu),
+        mfu_fwd_bwd: finite(row.mfu_fb),
+    }
 }
 
 /// Rows the pair walk compares at once with the current pair.
@@ -765,39 +852,11 @@ pub struct ComputedValues {
     pub stats: ComputeStats,
 }
 
-/// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
-pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
-    let computed = compute_values(values, resolver, extras);
-    let mut resolved_device = TextColumn::with_capacity(computed.runs.rows());
-    for (rows, pair) in computed.runs.iter() {
-        match computed.pairs[pair as usize].device.as_deref() {
-            Some(device) => rows.for_each(|_| resolved_device.push_value(device)),
-            None => rows.for_each(|_| resolved_device.push_null()),
-        }
-    }
-    let mut columns = Vec::with_capacity(computed.numbers.len() + 1);
-    columns.push(
-        StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
-    );
-    for (name, values) in computed.numbers {
-        columns.push(f64_column(name, values));
-    }
-    Computed {
-        columns,
-        stats: computed.stats,
-    }
-}
-
-/// [`compute`], giving the values rather than columns.
-pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras) -> ComputedValues {
+/// Each distinct (device, dtype) pair of the rows, resolved once, and each row's pair as runs. Runs are
+/// contiguous in real logs, so the previous row's pair is checked before the hash map; text read from Arrow
+/// is coded, so pairs are pairs of codes.
+fn resolve_pairs(values: &FieldValues, resolver: &Resolver) -> (Vec<Resolved>, PairRuns) {
     let n = values.height;
-    let mut stats = ComputeStats {
-        rows: n,
-        ..Default::default()
-    };
-
-    // Distinct (device, dtype) pairs, each resolved once. Runs are contiguous in real logs, so the previous
-    // row's pair is checked before the hash map; text read from Arrow is coded, so pairs are pairs of codes.
     let mut pairs: Vec<Resolved> = Vec::new();
     let mut runs = PairRuns::default();
     match (text_codes(&values.device), text_codes(&values.dtype)) {
@@ -868,6 +927,41 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
     runs.rows = n;
+    (pairs, runs)
+}
+
+/// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
+pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
+    let computed = compute_values(values, resolver, extras);
+    let mut resolved_device = TextColumn::with_capacity(computed.runs.rows());
+    for (rows, pair) in computed.runs.iter() {
+        match computed.pairs[pair as usize].device.as_deref() {
+            Some(device) => rows.for_each(|_| resolved_device.push_value(device)),
+            None => rows.for_each(|_| resolved_device.push_null()),
+        }
+    }
+    let mut columns = Vec::with_capacity(computed.numbers.len() + 1);
+    columns.push(
+        StringChunked::with_chunk(RESOLVED_DEVICE.into(), resolved_device.finish()).into_column(),
+    );
+    for (name, values) in computed.numbers {
+        columns.push(f64_column(name, values));
+    }
+    Computed {
+        columns,
+        stats: computed.stats,
+    }
+}
+
+/// [`compute`], giving the values rather than columns.
+pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras) -> ComputedValues {
+    let n = values.height;
+    let mut stats = ComputeStats {
+        rows: n,
+        ..Default::default()
+    };
+
+    let (pairs, runs) = resolve_pairs(values, resolver);
     let mut pair_rows = vec![0usize; pairs.len()];
     for (rows, pair) in runs.iter() {
         pair_rows[pair as usize] += rows.len();
@@ -919,6 +1013,33 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
 
+    let extra_columns = extra_columns(values, extras, &peak_col, &tps_col, &mfu_col, &mfu_fb_col);
+    let mut numbers = vec![
+        (PEAK_FLOPS_PER_DEVICE, peak_col),
+        (TOKENS_PER_SECOND, tps_col),
+        (ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
+        (MFU_WALL_CLOCK, mfu_col),
+        (MFU_FWD_BWD, mfu_fb_col),
+    ];
+    numbers.extend(extra_columns);
+    ComputedValues {
+        pairs,
+        runs,
+        numbers,
+        stats,
+    }
+}
+
+/// The optional columns `extras` asks for, from the computed peak, throughput and MFU columns.
+fn extra_columns(
+    values: &FieldValues,
+    extras: Extras,
+    peak_col: &Floats,
+    tps_col: &Floats,
+    mfu_col: &Floats,
+    mfu_fb_col: &Floats,
+) -> Vec<(&'static str, Floats)> {
+    let n = values.height;
     let scaled = |v: &Floats| -> Floats {
         let mut out = Floats::with_capacity(v.len());
         for row in 0..v.len() {
@@ -928,8 +1049,8 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     };
     let mut extra_columns = if extras.hfu {
         vec![
-            (HFU_WALL_CLOCK, scaled(&mfu_col)),
-            (HFU_FWD_BWD, scaled(&mfu_fb_col)),
+            (HFU_WALL_CLOCK, scaled(mfu_col)),
+            (HFU_FWD_BWD, scaled(mfu_fb_col)),
         ]
     } else {
         Vec::new()
@@ -951,28 +1072,15 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
             "a rolling window needs the rows' runs"
         );
         for (name, column) in [
-            (MFU_WALL_CLOCK_ROLLING, &mfu_col),
-            (MFU_FWD_BWD_ROLLING, &mfu_fb_col),
-            (TOKENS_PER_SECOND_ROLLING, &tps_col),
+            (MFU_WALL_CLOCK_ROLLING, mfu_col),
+            (MFU_FWD_BWD_ROLLING, mfu_fb_col),
+            (TOKENS_PER_SECOND_ROLLING, tps_col),
         ] {
             let mean = rolling_mean(&column.to_options(), &values.runs, w);
             extra_columns.push((name, Floats::from(mean)));
         }
     }
-    let mut numbers = vec![
-        (PEAK_FLOPS_PER_DEVICE, peak_col),
-        (TOKENS_PER_SECOND, tps_col),
-        (ACHIEVED_FLOPS_PER_DEVICE, achieved_col),
-        (MFU_WALL_CLOCK, mfu_col),
-        (MFU_FWD_BWD, mfu_fb_col),
-    ];
-    numbers.extend(extra_columns);
-    ComputedValues {
-        pairs,
-        runs,
-        numbers,
-        stats,
-    }
+    extra_columns
 }
 
 #[cfg(test)]
@@ -1321,5 +1429,69 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+        /// The per-step entry point gives the column path's values for one row, bit for bit, over the same
+        /// corners: the figure a meter logs is the figure `mfu enrich` computes from it.
+        #[test]
+        fn step_metrics_match_the_row_loop(
+            fields in proptest::array::uniform5(corner()),
+            peak in proptest::option::of(1e9f64..1e16),
+        ) {
+            let ([want_peak, tps, achieved, mfu, mfu_fb], _) = reference_row(fields, peak);
+            let [s, b, t, d, f] = fields;
+            let got = step_metrics(&StepInputs {
+                step_time: s,
+                fwd_bwd_time: b,
+                tokens: t,
+                num_devices: d,
+                flops_per_token: f,
+                peak,
+            });
+            let bits = |v: Option<f64>| v.map(f64::to_bits);
+            proptest::prop_assert_eq!(bits(got.peak_flops_per_device), bits(want_peak));
+            proptest::prop_assert_eq!(bits(got.tokens_per_second), bits(tps));
+            proptest::prop_assert_eq!(bits(got.achieved_flops_per_device), bits(achieved));
+            proptest::prop_assert_eq!(bits(got.mfu_wall_clock), bits(mfu));
+            proptest::prop_assert_eq!(bits(got.mfu_fwd_bwd), bits(mfu_fb));
+        }
+    }
+
+    #[test]
+    fn step_metrics_of_a_known_step() {
+        // 8 H100s, 1M tokens in 2 s at 4.2e10 FLOPs per token: 2.625e15 FLOP/s per device.
+        let got = step_metrics(&StepInputs {
+            step_time: Some(2.0),
+            fwd_bwd_time: Some(1.5),
+            tokens: Some(1e6),
+            num_devices: Some(8.0),
+            flops_per_token: Some(4.2e10),
+            peak: Some(989.4e12),
+        });
+        assert_eq!(got.tokens_per_second, Some(5e5));
+        assert_eq!(
+            got.achieved_flops_per_device,
+            Some(1e6 * 4.2e10 / 8.0 / 2.0)
+        );
+        assert_eq!(
+            got.mfu_wall_clock,
+            Some(1e6 * 4.2e10 / 8.0 / 2.0 / 989.4e12)
+        );
+        assert_eq!(got.mfu_fwd_bwd, Some(1e6 * 4.2e10 / 8.0 / 1.5 / 989.4e12));
+        let unknown = step_metrics(&StepInputs {
+            peak: None,
+            ..StepInputs {
+                step_time: Some(2.0),
+                tokens: Some(1e6),
+                num_devices: Some(8.0),
+                flops_per_token: Some(4.2e10),
+                ..Default::default()
+            }
+        });
+        assert_eq!(unknown.mfu_wall_clock, None);
+        assert_eq!(unknown.mfu_fwd_bwd, None);
+        assert_eq!(unknown.tokens_per_second, Some(5e5));
     }
 }

@@ -281,80 +281,15 @@ pub fn flops_per_token(
         .map_or(4.0 * h, |v| v as f64);
     let mut notes = Vec::new();
 
-    // Attention projections and the dimensions the attention term uses.
-    let kv_lora = config.int(&["kv_lora_rank"])?.filter(|v| *v > 0);
-    let (attn_params, d_qk, d_v) = match kv_lora {
-        Some(kv_lora) => {
-            let kv_lora = kv_lora as f64;
-            let nope = config.int(&["qk_nope_head_dim"])?.unwrap_or(0) as f64;
-            let rope = config.int(&["qk_rope_head_dim"])?.unwrap_or(0) as f64;
-            let v_dim = config.int(&["v_head_dim"])?.map_or(head_dim, |v| v as f64);
-            let qk = nope + rope;
-            let q = match config.int(&["q_lora_rank"])?.filter(|v| *v > 0) {
-                Some(r) => h * r as f64 + r as f64 * heads * qk,
-                None => h * heads * qk,
-            };
-            let kv = h * (kv_lora + rope) + kv_lora * heads * (nope + v_dim);
-            let o = heads * v_dim * h;
-            notes.push(format!(
-                "multi-head latent attention: q {} + kv_a h x (kv_lora_rank + qk_rope_head_dim) + kv_b kv_lora_rank x H x (qk_nope_head_dim + v_head_dim) + o H x v_head_dim x h; attention term with d_qk = {qk}, d_v = {v_dim}",
-                if config.int(&["q_lora_rank"])?.filter(|v| *v > 0).is_some() {
-                    "h x q_lora_rank + q_lora_rank x H x d_qk"
-                } else {
-                    "h x H x d_qk"
-                }
-            ));
-            (q + kv + o, qk, v_dim)
-        }
-        None => (
-            h * heads * head_dim + 2.0 * h * kv_heads * head_dim + heads * head_dim * h,
-            head_dim,
-            head_dim,
-        ),
-    };
+    let (attn_params, d_qk, d_v) =
+        attention_projections(config, h, heads, kv_heads, head_dim, &mut notes)?;
     let mlp_factor = match mlp {
         MlpKind::Gated => 3.0,
         MlpKind::Plain => 2.0,
     };
     let dense_mlp = mlp_factor * h * intermediate;
 
-    // Mixture of experts.
-    let experts = config
-        .int(&["num_local_experts", "num_experts", "n_routed_experts"])?
-        .filter(|v| *v > 0);
-    let moe_mlp = match experts {
-        Some(e) => {
-            let k = config
-                .int(&["num_experts_per_tok", "moe_topk", "top_k"])?
-                .unwrap_or(1) as f64;
-            let expert_i = config
-                .int(&["moe_intermediate_size"])?
-                .filter(|v| *v > 0)
-                .map_or(intermediate, |v| v as f64);
-            let shared_i = match (
-                config
-                    .int(&["shared_expert_intermediate_size"])?
-                    .filter(|v| *v > 0),
-                config
-                    .int(&["n_shared_experts", "num_shared_experts"])?
-                    .filter(|v| *v > 0),
-            ) {
-                (Some(i), _) => i as f64,
-                (None, Some(n)) => n as f64 * expert_i,
-                (None, None) => 0.0,
-            };
-            notes.push(format!(
-                "mixture of experts: {k} of {e} experts of {expert_i} x 3 x h, router h x {e}{}",
-                if shared_i > 0.0 {
-                    format!(", shared experts 3 x h x {shared_i}")
-                } else {
-                    String::new()
-                }
-            ));
-            Some(k * 3.0 * h * expert_i + h * e as f64 + 3.0 * h * shared_i)
-        }
-        None => None,
-    };
+    let moe_mlp = routed_mlp(config, h, intermediate, &mut notes)?;
     let first_dense = config.int(&["first_k_dense_replace"])?.unwrap_or(0);
     let sparse_step = config.int(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
     let mlp_only: Vec<u64> = config
@@ -451,5 +386,94 @@ pub fn flops_per_token(
         hardware_flops_per_token: hardware,
         sliding_layers,
         notes,
+    })
+}
+
+/// The attention projections' weights per layer (q, k, v, o; multi-head latent attention's low-rank
+/// factors where the config has `kv_lora_rank`), and the query-key and value head sizes the attention
+/// term uses.
+fn attention_projections(
+    config: &ModelConfig,
+    h: f64,
+    heads: f64,
+    kv_heads: f64,
+    head_dim: f64,
+    notes: &mut Vec<String>,
+) -> Result<(f64, f64, f64), FlopsError> {
+    let kv_lora = config.int(&["kv_lora_rank"])?.filter(|v| *v > 0);
+    Ok(match kv_lora {
+        Some(kv_lora) => {
+            let kv_lora = kv_lora as f64;
+            let nope = config.int(&["qk_nope_head_dim"])?.unwrap_or(0) as f64;
+            let rope = config.int(&["qk_rope_head_dim"])?.unwrap_or(0) as f64;
+            let v_dim = config.int(&["v_head_dim"])?.map_or(head_dim, |v| v as f64);
+            let qk = nope + rope;
+            let q = match config.int(&["q_lora_rank"])?.filter(|v| *v > 0) {
+                Some(r) => h * r as f64 + r as f64 * heads * qk,
+                None => h * heads * qk,
+            };
+            let kv = h * (kv_lora + rope) + kv_lora * heads * (nope + v_dim);
+            let o = heads * v_dim * h;
+            notes.push(format!(
+                "multi-head latent attention: q {} + kv_a h x (kv_lora_rank + qk_rope_head_dim) + kv_b kv_lora_rank x H x (qk_nope_head_dim + v_head_dim) + o H x v_head_dim x h; attention term with d_qk = {qk}, d_v = {v_dim}",
+                if config.int(&["q_lora_rank"])?.filter(|v| *v > 0).is_some() {
+                    "h x q_lora_rank + q_lora_rank x H x d_qk"
+                } else {
+                    "h x H x d_qk"
+                }
+            ));
+            (q + kv + o, qk, v_dim)
+        }
+        None => (
+            h * heads * head_dim + 2.0 * h * kv_heads * head_dim + heads * head_dim * h,
+            head_dim,
+            head_dim,
+        ),
+    })
+}
+
+/// The MLP weights a token passes through in a mixture-of-experts layer (k routed experts, the router
+/// and any shared experts), or `None` for a dense model.
+fn routed_mlp(
+    config: &ModelConfig,
+    h: f64,
+    intermediate: f64,
+    notes: &mut Vec<String>,
+) -> Result<Option<f64>, FlopsError> {
+    let experts = config
+        .int(&["num_local_experts", "num_experts", "n_routed_experts"])?
+        .filter(|v| *v > 0);
+    Ok(match experts {
+        Some(e) => {
+            let k = config
+                .int(&["num_experts_per_tok", "moe_topk", "top_k"])?
+                .unwrap_or(1) as f64;
+            let expert_i = config
+                .int(&["moe_intermediate_size"])?
+                .filter(|v| *v > 0)
+                .map_or(intermediate, |v| v as f64);
+            let shared_i = match (
+                config
+                    .int(&["shared_expert_intermediate_size"])?
+                    .filter(|v| *v > 0),
+                config
+                    .int(&["n_shared_experts", "num_shared_experts"])?
+                    .filter(|v| *v > 0),
+            ) {
+                (Some(i), _) => i as f64,
+                (None, Some(n)) => n as f64 * expert_i,
+                (None, None) => 0.0,
+            };
+            notes.push(format!(
+                "mixture of experts: {k} of {e} experts of {expert_i} x 3 x h, router h x {e}{}",
+                if shared_i > 0.0 {
+                    format!(", shared experts 3 x h x {shared_i}")
+                } else {
+                    String::new()
+                }
+            ));
+            Some(k * 3.0 * h * expert_i + h * e as f64 + 3.0 * h * shared_i)
+        }
+        None => None,
     })
 }

@@ -13,6 +13,10 @@ Options are the command line's, with ``_`` for ``-``: ``device``, ``dtype``, ``m
 ``recompute``, ``cumulative``, ``logged_peak_flops``, ``window``, ``metadata``, and for files ``shape``,
 ``input_format``, ``rows``, ``skip_bad_rows``, ``max_memory``, ``jobs``. See ``docs/python.md``.
 
+While a run trains, ``mfu.Meter`` computes the same figures step by step (``mfu.online``), and
+``mfu.integrations.transformers`` and ``mfu.integrations.lightning`` hold framework callbacks; see
+``docs/online.md``. ``import mfu`` imports no framework.
+
 Errors are Python exceptions with the command line's messages (``FileNotFoundError``, ``ValueError``,
 ``TypeError`` for an unknown option); what the command line prints as a warning is an ``MfuWarning``.
 """
@@ -38,9 +42,13 @@ __all__ = [
     "output_schema",
     "read",
     "summary",
+    "Meter",
+    "detect_device",
 ]
 
 Enricher = _mfu.Enricher
+
+from .online import Meter, detect_device  # noqa: E402  (after MfuWarning's module is set up)
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -25,6 +25,26 @@ def summary(
     options: Optional[Mapping[str, Any]] = None,
 ) -> Tuple[pa.RecordBatchReader, list[str]]: ...
 
+def resolve(
+    device: str | Sequence[str] | None,
+    dtype: Optional[str],
+    peaks: Optional[Sequence[str | PathLike[str]]] = None,
+    peak_flops: Optional[float] = None,
+    model_dtype: Optional[str] = None,
+) -> Tuple[Optional[str], Optional[float], Optional[str], Optional[str]]: ...
+def step_metrics(
+    step_time: Optional[float],
+    tokens: Optional[float],
+    num_devices: Optional[float],
+    flops_per_token: Optional[float],
+    peak: Optional[float] = None,
+    fwd_bwd_time: Optional[float] = None,
+) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]: ...
+def flops_per_token(
+    config_json: str, seq_len: int, attention: str = "full", recompute: str = "none", origin: str = "model_config"
+) -> Tuple[float, float, str]: ...
+def precision(spelling: str) -> Optional[str]: ...
+
 class Enricher:
     """Enrichment with one set of options (the peak table parsed once), for many batches."""
 

@@ -554,12 +554,146 @@ fn summary<'py>(
     table_out(py, batch, warnings)
 }
 
+/// (canonical device, peak FLOP/s, why it is null, what to do about it), as `resolve` gives them.
+type Resolution = (Option<String>, Option<f64>, Option<String>, Option<String>);
+
+/// How a device (or a list of ranks' devices) and a precision resolve, for a meter: (canonical device or
+/// None, dense peak FLOP/s or None, why the peak is null or None, what to do about it or None). `peaks`,
+/// `peak_flops` and `model_dtype` are `mfu enrich`'s options.
+#[pyfunction]
+#[pyo3(signature = (device, dtype, peaks=None, peak_flops=None, model_dtype=None))]
+fn resolve(
+    device: Option<&Bound<PyAny>>,
+    dtype: Option<&str>,
+    peaks: Option<Vec<PathBuf>>,
+    peak_flops: Option<f64>,
+    model_dtype: Option<&str>,
+) -> PyResult<Resolution> {
+    let device = match device {
+        None => None,
+        Some(d) if d.is_none() => None,
+        Some(d) if d.is_instance_of::<pyo3::types::PyString>() => Some(d.extract::<String>()?),
+        // One name per rank: the list form the resolver averages over.
+        Some(d) => Some(d.extract::<Vec<String>>()?.join(";")),
+    };
+    let model_dtype = model_dtype
+        .map(|d| {
+            d.parse::<Dtype>()
+                .map_err(|e| PyValueError::new_err(format!("model_dtype={d:?}: {e}")))
+        })
+        .transpose()?;
+    if let Some(p) = peak_flops {
+        if !(p.is_finite() && p > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "peak_flops={p}: must be a positive number"
+            )));
+        }
+    }
+    let options = Options {
+        peaks: peaks.unwrap_or_default(),
+        peak_flops,
+        model_dtype,
+        ..Options::default()
+    };
+    let resolved = options
+        .resolver()
+        .map_err(py_error)?
+        .resolve(device.as_deref(), dtype);
+    let why = resolved.unresolved.as_ref();
+    Ok((
+        resolved.device,
+        resolved.peak,
+        why.map(|w| w.to_string()),
+        why.map(|w| w.hint().to_string()),
+    ))
+}
+
+/// One step's metrics by the library's per-step arithmetic (`mfu::compute::step_metrics`, the row loop of
+/// `mfu enrich`): (tokens/s, achieved FLOP/s per device, MFU wall-clock, MFU fwd+bwd), each None where
+/// `mfu enrich` would give null.
+#[pyfunction]
+#[pyo3(signature = (step_time, tokens, num_devices, flops_per_token, peak=None, fwd_bwd_time=None))]
+fn step_metrics(
+    step_time: Option<f64>,
+    tokens: Option<f64>,
+    num_devices: Option<f64>,
+    flops_per_token: Option<f64>,
+    peak: Option<f64>,
+    fwd_bwd_time: Option<f64>,
+) -> (Option<f64>, Option<f64>, Option<f64>, Option<f64>) {
+    let m = mfu::compute::step_metrics(&mfu::compute::StepInputs {
+        step_time,
+        fwd_bwd_time,
+        tokens,
+        num_devices,
+        flops_per_token,
+        peak,
+    });
+    (
+        m.tokens_per_second,
+        m.achieved_flops_per_device,
+        m.mfu_wall_clock,
+        m.mfu_fwd_bwd,
+    )
+}
+
+/// FLOPs per token (forward and backward) of a model from its config (JSON text: a Transformers
+/// `config.json` or `model.config.to_json_string()`) at sequence length `seq_len`, by `mfu flops`'
+/// convention: (FLOPs per token, hardware FLOPs per token, model type).
+#[pyfunction]
+#[pyo3(signature = (config_json, seq_len, attention="full", recompute="none", origin="model_config"))]
+fn flops_per_token(
+    config_json: &str,
+    seq_len: u64,
+    attention: &str,
+    recompute: &str,
+    origin: &str,
+) -> PyResult<(f64, f64, String)> {
+    let attention = match attention {
+        "full" => Attention::Full,
+        "causal" => Attention::Causal,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "attention={other:?}: expected one of full, causal"
+            )))
+        }
+    };
+    let recompute = match recompute {
+        "none" => Recompute::None,
+        "full" => Recompute::Full,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "recompute={other:?}: expected one of none, full"
+            )))
+        }
+    };
+    let config = mfu::flops::ModelConfig::from_json(config_json, origin)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let b = mfu::flops::flops_per_token(&config, seq_len, attention, recompute)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((b.flops_per_token, b.hardware_flops_per_token, b.model_type))
+}
+
+/// The dtype a precision spelling means (`bf16` for `torch.bfloat16` or `bf16-mixed`), `no` for
+/// Accelerate's "no" (the model's own dtype), or None when mfu does not know the spelling.
+#[pyfunction]
+fn precision(spelling: &str) -> Option<&'static str> {
+    match mfu::peaks::parse_precision(spelling)? {
+        mfu::peaks::Precision::Known(d) => Some(d.as_str()),
+        mfu::peaks::Precision::ModelDtype => Some("no"),
+    }
+}
+
 #[pymodule]
 fn _mfu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(peak_flops, m)?)?;
     m.add_function(wrap_pyfunction!(lookup, m)?)?;
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(step_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(flops_per_token, m)?)?;
+    m.add_function(wrap_pyfunction!(precision, m)?)?;
     m.add_class::<Enricher>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("OPTION_NAMES", OPTION_NAMES.to_vec())?;

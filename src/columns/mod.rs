@@ -81,6 +81,8 @@ impl Field {
                 "step_time",
                 "step_time_s",
                 "step_time_ms",
+                // TRL's perf/step_s, and what mfu's meter logs.
+                "step_s",
                 "time_per_step",
                 "iteration_time",
                 "iteration-time",

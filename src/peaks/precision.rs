@@ -88,7 +88,9 @@ pub fn parse_precision(spelling: &str) -> Option<Precision> {
         "fp32" | "float32" | "float" | "f32" | "32" | "32-true" | "32_true" => Dtype::Fp32,
         "tf32" | "tfloat32" => Dtype::Tf32,
         "fp8" | "float8" | "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz"
-        | "float8_e5m2fnuz" | "e4m3" | "e5m2" | "amp_fp8" | "amp-fp8" => Dtype::Fp8,
+        | "float8_e5m2fnuz" | "e4m3" | "e5m2" | "amp_fp8" | "amp-fp8"
+        // Lightning's Transformer Engine precisions run the matrix multiplies in FP8.
+        | "transformer-engine" | "transformer-engine-float16" | "transformer_engine" => Dtype::Fp8,
         "int8" | "i8" => Dtype::Int8,
         "fp6" | "mxfp6" | "float6" | "float6_e3m2fn" | "float6_e2m3fn" | "fp6_e3m2"
         | "fp6_e2m3" | "e3m2" | "e2m3" => Dtype::Fp6,
@@ -153,6 +155,8 @@ mod tests {
             ("float8_e5m2", Dtype::Fp8),
             ("e4m3", Dtype::Fp8),
             ("amp_fp8", Dtype::Fp8),
+            ("transformer-engine", Dtype::Fp8),
+            ("transformer-engine-float16", Dtype::Fp8),
             ("int8", Dtype::Int8),
             ("fp4", Dtype::Fp4),
             ("nvfp4", Dtype::Fp4),

@@ -1,0 +1,180 @@
+"""``MfuCallback`` for Transformers' ``Trainer`` and the trainers built on it (TRL's ``SFTTrainer``,
+``DPOTrainer``, ...): honest MFU logged through the trainer's own logging, so it reaches
+``trainer_state.json`` and every ``report_to`` integration (TensorBoard, W&B, MLflow, ...).
+
+The Trainer appends a log to ``state.log_history`` and calls the reporting callbacks before a user's
+callback sees ``on_log``, so a callback that adds values in ``on_log`` reaches neither. This one finds its
+Trainer when the Trainer first calls it (``on_init_end``, or ``on_train_begin`` for a callback added later)
+and wraps two methods of that one instance: ``training_step`` (to count the micro-batch's tokens and time
+its forward and backward) and ``log`` (to add the interval's metrics to the training log before it is
+recorded anywhere). Evaluation, prediction and the end-of-training summary logs are left alone.
+
+    from mfu.integrations.transformers import MfuCallback
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[MfuCallback()])
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any, Optional, Sequence
+
+try:
+    import torch
+    from transformers import Trainer, TrainerCallback
+except ImportError as e:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "mfu.integrations.transformers needs torch and transformers: pip install 'mfu[transformers]'"
+    ) from e
+
+from ._torch import TrainingMeter, tf32_enabled, torch_precision
+
+__all__ = ["MfuCallback"]
+
+
+def _find_trainer() -> Optional[Trainer]:
+    """The Trainer whose callback handler is calling us, from the call stack (Trainer -> CallbackHandler
+    -> this callback)."""
+    frame = sys._getframe(1)
+    for _ in range(12):
+        if frame is None:
+            return None
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Trainer):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _precision(trainer: Trainer, model: Any) -> Optional[str]:
+    """The training precision from what the trainer says: Accelerate's ``mixed_precision``, else the
+    ``bf16``/``fp16`` arguments, else the parameters' dtype (``tf32`` when it is fp32 and TF32 is on)."""
+    args = trainer.args
+    mixed = getattr(getattr(trainer, "accelerator", None), "mixed_precision", None)
+    if mixed in ("bf16", "fp16", "fp8"):
+        return mixed
+    if getattr(args, "bf16", False):
+        return "bf16"
+    if getattr(args, "fp16", False):
+        return "fp16"
+    try:
+        dtype = next(model.parameters()).dtype
+    except (StopIteration, AttributeError, TypeError):
+        return None
+    tf32 = bool(getattr(args, "tf32", False)) or tf32_enabled(args.device)
+    return torch_precision(dtype, tf32)
+
+
+def _is_training_log(logs: dict) -> bool:
+    return "train_runtime" not in logs and not any(
+        k.startswith(("eval_", "test_", "predict_")) for k in logs
+    )
+
+
+class MfuCallback(TrainerCallback):
+    """Logs ``perf/mfu_wall_clock``, ``perf/mfu_fwd_bwd``, ``perf/tokens_per_second`` and what they were
+    computed from (``perf/step_s``, ``perf/fwd_bwd_s``, ``perf/tokens``, ``perf/tokens_padded``,
+    ``perf/flops_per_token``, ``perf/num_devices``, ``perf/peak_flops_per_device``, ``perf/device_name``,
+    ``perf/dtype``, ``perf/steps``) at every logging step, over the steps since the last one.
+
+    Options are ``mfu enrich``'s, each detected when not given: ``device`` (this rank's device name),
+    ``dtype``, ``num_devices`` (the world size), ``flops_per_token`` (else counted from ``model_config``,
+    else from ``model.config``, at each batch's sequence length), ``peaks``, ``peak_flops``,
+    ``model_dtype``; ``data_parallel_size`` when tensor, context or pipeline parallelism replicate tokens
+    across ranks; ``attention`` ("full" or "causal") as in ``mfu flops``.
+    """
+
+    def __init__(
+        self,
+        device: Optional[str] = None,
+        dtype: Optional[str] = None,
+        num_devices: Optional[float] = None,
+        flops_per_token: Optional[float] = None,
+        model_config: Any = None,
+        peaks: Optional[Sequence[str]] = None,
+        peak_flops: Optional[float] = None,
+        model_dtype: Optional[str] = None,
+        data_parallel_size: Optional[int] = None,
+        attention: str = "full",
+        prefix: str = "perf/",
+    ) -> None:
+        self._core = TrainingMeter(
+            device=device, dtype=dtype, num_devices=num_devices, flops_per_token=flops_per_token,
+            model_config=model_config, peaks=peaks, peak_flops=peak_flops, model_dtype=model_dtype,
+            data_parallel_size=data_parallel_size, attention=attention, prefix=prefix,
+        )
+        self._trainer: Optional[Trainer] = None
+        self._pending: Optional[tuple] = None
+        self._training = False
+        #: Every interval's metrics, as logged (for tests and notebooks).
+        self.history: list = []
+
+    # ---- attaching to the Trainer ----
+    def _attach(self, trainer: Optional[Trainer]) -> None:
+        if self._trainer is not None or trainer is None:
+            return
+        self._trainer = trainer
+        original_step = trainer.training_step
+        original_log = trainer.log
+        core = self._core
+
+        def training_step(*args: Any, **kwargs: Any) -> Any:
+            inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+            if self._training:
+                core.micro_begin(inputs)
+            try:
+                return original_step(*args, **kwargs)
+            finally:
+                if self._training:
+                    core.micro_end()
+
+        def log(logs: dict, *args: Any, **kwargs: Any) -> Any:
+            pending = self._pending
+            if pending is not None and pending[0] == trainer.state.global_step and _is_training_log(logs):
+                logs.update(pending[1])
+                self._pending = None
+            return original_log(logs, *args, **kwargs)
+
+        trainer.training_step = training_step
+        trainer.log = log
+
+    def on_init_end(self, args, state, control, **kwargs):
+        self._attach(_find_trainer())
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self._attach(_find_trainer())
+        if self._trainer is None:
+            from .. import MfuWarning
+
+            warnings.warn(
+                "mfu: MfuCallback could not find its Trainer; nothing is logged (pass it in "
+                "Trainer(callbacks=[...]) or trainer.add_callback)",
+                MfuWarning,
+                stacklevel=2,
+            )
+            return
+        model = model if model is not None else self._trainer.model
+        inner = getattr(model, "module", model)
+        config = getattr(inner, "config", None)
+        self._core.begin(args.device, _precision(self._trainer, inner), config)
+        self._training = True
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not self._training:
+            return
+        metrics = self._core.step_end(bool(control.should_log))
+        if metrics:
+            self._pending = (state.global_step, metrics)
+            self.history.append({"step": state.global_step, **metrics})
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        if self._training:
+            self._core.pause()
+
+    def on_save(self, args, state, control, **kwargs):
+        if self._training:
+            self._core.pause()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._training = False
+        self._pending = None
