@@ -88,3 +88,56 @@ def test_different_known_devices_use_the_mean_peak(tmp_path):
         for m in logged:
             assert m["perf/peak_flops_per_device"] == (PEAK[H100] + PEAK[A100]) / 2
             assert m["perf/device_name"] == f"{H100};{A100}"
+
+
+def run_trainer_ranks(tmp_path, devices):
+    """Two processes of a real Trainer on gloo, as torchrun would start them."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = str(tmp_path / "trainer")
+    script = os.path.join(os.path.dirname(__file__), "ddp_trainer.py")
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, script, out, *devices], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    try:
+        for p in procs:
+            output, _ = p.communicate(timeout=300)
+            assert p.returncode == 0, output[-3000:]
+    finally:
+        for p in procs:
+            p.kill()
+    return [json.load(open(f"{out}.{r}")) for r in range(2)]
+
+
+def test_a_real_trainer_on_two_ranks(tmp_path):
+    pytest.importorskip("transformers")
+    from online_util import REAL, SEQ
+
+    ranks = run_trainer_ranks(tmp_path, [H100, A100])
+    assert ranks[0] == ranks[1]
+    logged = ranks[0]
+    assert [e["step"] for e in logged] == [2, 4]
+    for e in logged:
+        # 2 ranks x 2 micro-batches x 2 sequences of REAL tokens per optimizer step.
+        assert e["perf/tokens"] == 2 * 2 * 2 * REAL and e["perf/tokens_padded"] == 2 * 2 * 2 * SEQ
+        assert e["perf/num_devices"] == 2
+        assert e["perf/peak_flops_per_device"] == (PEAK[H100] + PEAK[A100]) / 2
+        want = e["perf/tokens"] * e["perf/flops_per_token"] / (2 * e["perf/step_s"]) / e["perf/peak_flops_per_device"]
+        assert e["perf/mfu_wall_clock"] == pytest.approx(want, rel=1e-15)
+
+
+def test_a_real_trainer_with_one_unknown_rank(tmp_path):
+    pytest.importorskip("transformers")
+    ranks = run_trainer_ranks(tmp_path, [H100, "Acme Tensor Engine X9"])
+    for logged in ranks:
+        assert [e["step"] for e in logged] == [2, 4]
+        assert all("perf/mfu_wall_clock" not in e and e["perf/tokens_per_second"] > 0 for e in logged)

@@ -488,15 +488,16 @@ pub enum ColumnError {
 
 /// Lower-cased name with one known metric prefix dropped, when it has one.
 fn strip_prefix(name: &str) -> String {
-    let lower = name.trim().to_ascii_lowercase();
-    for p in PREFIXES {
-        if let Some(rest) = lower.strip_prefix(p) {
-            if !rest.is_empty() {
-                return rest.to_string();
-            }
-        }
+    let mut name = name.trim().to_ascii_lowercase();
+    // Namespaces nest: Transformers' TensorBoard and W&B callbacks file a `perf/` metric under `train/`,
+    // so `train/perf/step_s` is `step_s`.
+    while let Some(rest) = PREFIXES
+        .iter()
+        .find_map(|p| name.strip_prefix(p).filter(|rest| !rest.is_empty()))
+    {
+        name = rest.to_string();
     }
-    lower
+    name
 }
 
 /// A file's column names in the forms aliases are matched against, worked out once per file rather than
@@ -1166,6 +1167,32 @@ mod tests {
 
     fn opts() -> ColumnOptions {
         ColumnOptions::default()
+    }
+
+    #[test]
+    fn nested_namespaces_are_dropped_in_turn() {
+        // What Transformers' TensorBoard and W&B callbacks make of mfu's own perf/ metrics.
+        let cols = [
+            "train/perf/step_s",
+            "train/perf/tokens",
+            "train/perf/device_name",
+            "train/perf/mfu_wall_clock",
+            "train/perf/num_devices",
+            "train/perf/flops_per_token",
+        ];
+        let m = map_columns(&cols, &opts()).unwrap();
+        for (field, name) in [
+            (Field::StepTime, "train/perf/step_s"),
+            (Field::Tokens, "train/perf/tokens"),
+            (Field::DeviceName, "train/perf/device_name"),
+            (Field::LoggedMfu, "train/perf/mfu_wall_clock"),
+            (Field::NumDevices, "train/perf/num_devices"),
+        ] {
+            match m.source(field) {
+                FieldSource::Column { name: found, .. } => assert_eq!(found, name),
+                other => panic!("{field}: {other:?}"),
+            }
+        }
     }
 
     #[test]
