@@ -1242,6 +1242,7 @@ mod tests {
             runs: Vec::new(),
             spans: None,
             non_numeric: Vec::new(),
+            column_warnings: Vec::new(),
         };
         let resolver = Resolver::builtin();
         let run = |threads: usize| {
@@ -1316,6 +1317,7 @@ mod tests {
             runs: Vec::new(),
             spans: None,
             non_numeric: Vec::new(),
+            column_warnings: Vec::new(),
         };
         let computed = compute_values(&values, &Resolver::builtin(), Extras::default());
         let want = [Some(989.4e12), Some(312e12), None];

@@ -113,6 +113,8 @@ pub struct Enriched {
     pub stats: ComputeStats,
     /// Numeric columns with cells that were not numbers: (column, cells).
     pub non_numeric: Vec<(String, usize)>,
+    /// What a column's values meant other than they say (see [`FieldValues::column_warnings`]).
+    pub column_warnings: Vec<String>,
     /// Input columns renamed because their names are taken by added columns: (old, new).
     pub renamed: Vec<(String, String)>,
     /// The typed field values the columns were computed from (for summaries).
@@ -173,6 +175,7 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();
+    let column_warnings = values.column_warnings.clone();
     for (old, new) in &renamed {
         df.rename(old, new.as_str().into())?;
     }
@@ -182,6 +185,7 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
         mapping,
         stats: computed.stats,
         non_numeric,
+        column_warnings,
         renamed,
         values,
     })
@@ -219,6 +223,7 @@ pub fn reuse_enriched(df: DataFrame, options: &EnrichOptions) -> Result<Enriched
     };
     Ok(Enriched {
         non_numeric: values.non_numeric.clone(),
+        column_warnings: values.column_warnings.clone(),
         frame: df,
         mapping,
         stats,

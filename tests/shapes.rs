@@ -301,7 +301,10 @@ fn tensorboard_event_files_one_run_per_folder() {
         err.contains("2 event file(s), 25 step(s), 3 scalar tag(s)"),
         "{err}"
     );
-    assert!(err.contains("a resumed run: 5 step(s)"), "{err}");
+    assert!(
+        err.contains("15 value(s) at steps a later file logged again replaced by it"),
+        "{err}"
+    );
     assert!(
         err.contains("runs/tf2: tensorboard-events log, 12 rows"),
         "{err}"
@@ -401,6 +404,56 @@ fn tensorboard_wall_time_differences_and_restarts() {
 }
 
 #[test]
+fn transformers_tensorboard_folder_with_a_final_evaluation_and_an_hparams_folder() {
+    // Made by fixtures/tensorboard/trainers/make_fixtures.py with transformers.Trainer: logging every 2
+    // of 8 steps, evaluating every 4, then trainer.evaluate(), whose event file starts at step 8; and the
+    // hparams-only folder PyTorch's add_hparams writes beside the run.
+    let folder = fixtures().join("tensorboard/trainers/hf");
+    let (rows, err) = enrich(&folder, &[&RUN[..], &["--tokens-per-step", "48"]].concat());
+    let steps: Vec<&str> = rows.iter().map(|r| r["step"].as_str()).collect();
+    assert_eq!(steps, ["2", "4", "6", "8"]);
+    // The evaluation file adds its tags at step 8 and keeps the training values there.
+    assert!(!rows[3]["train/loss"].is_empty(), "{:?}", rows[3]);
+    assert!(!rows[3]["eval/loss"].is_empty() && !rows[3]["train/train_runtime"].is_empty());
+    // Step 8's wall time is the training log's, not the final evaluation's.
+    for row in &rows[1..] {
+        assert!(num(row, "tokens_per_second").is_some(), "{row:?}");
+    }
+    assert!(
+        err.contains(
+            "1 TensorBoard folder(s) hold no scalar values (hyperparameters only) and were skipped"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("error"), "{err}");
+}
+
+#[test]
+fn lightning_hp_metric_placeholder_is_not_a_step() {
+    // Lightning's TensorBoardLogger writes hp_metric = -1 at step 0 with the hyperparameters.
+    let folder = fixtures().join("tensorboard/trainers/lightning");
+    let wd = Workdir::new("shapes_hp_metric");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(&folder)
+        .args(["-o", "-", "-v", "--tokens-per-step", "48"])
+        .args(RUN)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let steps: Vec<&str> = rows.iter().map(|r| r["step"].as_str()).collect();
+    assert_eq!(steps, ["1", "3", "5"]);
+    assert!(!rows[0].contains_key("hp_metric"));
+    assert!(err.contains("hp_metric placeholder"), "{err}");
+    // The first real step has no interval before it (the placeholder's wall time is not one).
+    assert_eq!(num(&rows[0], "tokens_per_second"), None);
+}
+
+#[test]
 fn tensorboard_tag_files_of_one_run_combine_by_step() {
     let wd = Workdir::new("shapes_tb_tags");
     wd.create(
@@ -487,6 +540,68 @@ fn nanogpt_log_with_its_own_mfu_corrected() {
         num(&rows[2], "mfu_logged_corrected"),
         0.285 * 312e12 / H100
     ));
+}
+
+#[test]
+fn a_negative_logged_mfu_is_a_placeholder_not_a_value() {
+    // nanoGPT prints "mfu -100.00%" until its running estimate warms up (train.py's running_mfu = -1.0).
+    let file = fixtures().join("shapes/nanogpt.txt");
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("mfu -100.00%"));
+    let (rows, err) = enrich(
+        &file,
+        &[
+            &RUN[..],
+            &[
+                "--tokens-per-step",
+                "491520",
+                "--logged-peak-flops",
+                "312e12",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(rows[0]["mfu_logged_corrected"], "", "{:?}", rows[0]);
+    assert!(
+        err.contains("1 negative value(s)") && err.contains("read as null"),
+        "{err}"
+    );
+    assert!(!rows[1]["mfu_logged_corrected"].is_empty());
+}
+
+#[test]
+fn a_token_counter_that_never_moves_is_not_counted() {
+    // LLaMA-Factory's trainer_log.jsonl with total_tokens 0 on every line (the trainer did not count
+    // tokens): null tokens and MFU, said once, not 0 tokens/s and MFU 0.
+    let wd = Workdir::new("shapes_unmoving_tokens");
+    let text: String = std::fs::read_to_string(fixtures().join("shapes/trainer_log.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v.get("total_tokens").is_some() {
+                v["total_tokens"] = 0.into();
+                v["throughput"] = 0.0.into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let path = wd.create("trainer_log.jsonl", &text);
+    let (rows, err) = enrich(&path, &RUN);
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert_eq!(row["mfu_wall_clock"], "", "{row:?}");
+        assert_eq!(row["tokens_per_second"], "", "{row:?}");
+    }
+    assert!(
+        err.contains("column 'total_tokens' never moves in 1 run(s)"),
+        "{err}"
+    );
+    // The same log with its real counts keeps them.
+    let (rows, err) = enrich(&fixtures().join("shapes/trainer_log.jsonl"), &RUN);
+    assert!(!err.contains("never moves"), "{err}");
+    assert!(rows.iter().any(|r| !r["mfu_wall_clock"].is_empty()));
 }
 
 #[test]

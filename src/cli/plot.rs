@@ -112,7 +112,7 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
         let loaded = match result {
             Ok(l) => l,
             Err(e) if e.is_skip(input) => {
-                skipped.push(input.display.clone());
+                skipped.extend(e.skipped(input));
                 continue;
             }
             Err(e) => {
@@ -141,7 +141,7 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             args.window.map(|n| n as usize),
         )?;
     }
-    if let Some(w) = mfu::pipeline::skip_warning(&skipped) {
+    for w in mfu::pipeline::skip_warning(&skipped) {
         eprintln!("mfu: warning: {w}");
     }
     let series = lines.into_series();

@@ -74,7 +74,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let mut skipped = Vec::new();
     for (input, r) in plan.inputs.iter().zip(results?) {
         match r {
-            Err(e) if e.is_skip(input) => skipped.push(input.display.clone()),
+            Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
             Ok(l) => {
                 for w in &l.warnings {
                     eprintln!("mfu: warning: {w}");
@@ -87,7 +87,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if let Some(w) = skip_warning(&skipped) {
+    for w in skip_warning(&skipped) {
         eprintln!("mfu: warning: {w}");
     }
     if loaded.is_empty() {

@@ -812,6 +812,9 @@ pub struct FieldValues {
     pub spans: Option<Vec<f64>>,
     /// Cells of numeric fields that held text that is not a number, per column name.
     pub non_numeric: Vec<(String, usize)>,
+    /// What the values of a column meant other than they say, in words: a token counter that never moves
+    /// (left null), logged MFU sentinels (left null).
+    pub column_warnings: Vec<String>,
 }
 
 /// Extracts typed values from `df` following `mapping`; `model` computes FLOPs per token when the mapping
@@ -917,7 +920,7 @@ pub fn extract_from(
     };
     let step_time_s = numbers(Field::StepTime)?;
     let fwd_bwd_time_s = numbers(Field::FwdBwdTime)?;
-    let tokens = numbers(Field::Tokens)?;
+    let mut tokens = numbers(Field::Tokens)?;
     let num_devices = numbers(Field::NumDevices)?;
     let mut flops_per_token = numbers(Field::FlopsPerToken)?;
     if let (FieldSource::ModelConfig, Some(model)) = (mapping.source(Field::FlopsPerToken), model) {
@@ -940,6 +943,27 @@ pub fn extract_from(
             }
         }
     }
+    let mut column_warnings = Vec::new();
+    if let FieldSource::Column {
+        name, cumulative, ..
+    } = mapping.source(Field::Tokens)
+    {
+        let (nulled, stuck_runs) = null_uncounted_runs(&mut tokens, &runs, df.height());
+        if nulled > 0 {
+            column_warnings.push(format!(
+                "column '{name}' {} {stuck_runs} run(s): the trainer did not count tokens, so {nulled} row(s) have null tokens (not 0) and null MFU; give --tokens-per-step",
+                if *cumulative { "never moves in" } else { "is 0 in every row of" }
+            ));
+        }
+    }
+    if let FieldSource::Column { name, .. } = mapping.source(Field::LoggedMfu) {
+        let sentinels = null_negative(&mut logged_mfu, df.height());
+        if sentinels > 0 {
+            column_warnings.push(format!(
+                "column '{name}': {sentinels} negative value(s) (a trainer's placeholder before its estimate warms up, such as nanoGPT's -100%) read as null"
+            ));
+        }
+    }
     Ok(FieldValues {
         height: df.height(),
         step_time_s,
@@ -954,7 +978,61 @@ pub fn extract_from(
         runs,
         spans,
         non_numeric,
+        column_warnings,
     })
+}
+
+/// A token count that is 0 in every row of a run (per step, or differenced from a running total that
+/// never moves) means the trainer did not count tokens, not that the run did no work: those rows become
+/// null. Rows are one run when `runs` is empty. Gives the rows nulled and the runs they belong to.
+fn null_uncounted_runs(tokens: &mut Numbers, runs: &[u32], height: usize) -> (usize, usize) {
+    let run_of = |row: usize| runs.get(row).copied().unwrap_or(0);
+    // Per run: (any value, all values 0).
+    let mut seen: HashMap<u32, (bool, bool)> = HashMap::new();
+    for row in 0..height {
+        if let Some(v) = tokens.get(row) {
+            let slot = seen.entry(run_of(row)).or_insert((false, true));
+            slot.0 = true;
+            slot.1 &= v == 0.0;
+        }
+    }
+    let stuck: Vec<u32> = seen
+        .iter()
+        .filter(|(_, (any, zero))| *any && *zero)
+        .map(|(run, _)| *run)
+        .collect();
+    if stuck.is_empty() {
+        return (0, 0);
+    }
+    let mut nulled = 0;
+    let values = (0..height)
+        .map(|row| {
+            let v = tokens.get(row);
+            if v.is_some() && stuck.contains(&run_of(row)) {
+                nulled += 1;
+                None
+            } else {
+                v
+            }
+        })
+        .collect();
+    *tokens = Numbers::Column(values);
+    (nulled, stuck.len())
+}
+
+/// Negative values made null (a logged MFU below 0 is a placeholder, never a measurement); gives how many.
+fn null_negative(values: &mut Numbers, height: usize) -> usize {
+    let negative = (0..height)
+        .filter(|row| values.get(*row).is_some_and(|v| v < 0.0))
+        .count();
+    if negative > 0 {
+        *values = Numbers::Column(
+            (0..height)
+                .map(|row| values.get(row).filter(|v| *v >= 0.0))
+                .collect(),
+        );
+    }
+    negative
 }
 
 /// FLOPs per token for each row's sequence length, computed once per distinct length. A length that is

@@ -51,6 +51,7 @@ pub fn enrich_record_batch_reporting(
         read_warnings: Vec::new(),
         mapping: done.mapping,
         non_numeric: done.non_numeric,
+        column_warnings: done.column_warnings,
         renamed: done.renamed,
         torn: None,
         rejects: Vec::new(),
@@ -69,6 +70,7 @@ struct Done {
     batch: RecordBatch,
     mapping: ColumnMapping,
     non_numeric: Vec<(String, usize)>,
+    column_warnings: Vec<String>,
     renamed: Vec<(String, String)>,
     stats: ComputeStats,
 }
@@ -119,6 +121,7 @@ fn enrich(batch: &RecordBatch, options: &EnrichOptions) -> Result<Done, BatchErr
         batch: added_columns(batch, &renamed, computed)?,
         mapping,
         non_numeric: values.non_numeric,
+        column_warnings: values.column_warnings,
         renamed,
         stats,
     })
@@ -159,6 +162,7 @@ pub fn enrich_record_batches_whole(
         read_warnings: Vec::new(),
         mapping,
         non_numeric: values.non_numeric,
+        column_warnings: values.column_warnings,
         renamed,
         torn: None,
         rejects: Vec::new(),

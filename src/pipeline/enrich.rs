@@ -37,7 +37,7 @@ pub struct Report {
     pub failures: Vec<PipelineError>,
     /// Text files a folder walk found that are not console logs mfu reads: skipped, not counted in
     /// `inputs`.
-    pub skipped: Vec<String>,
+    pub skipped: Vec<super::Skipped>,
     /// Where the rows went (a file or a folder); `None` for standard output or when nothing was written.
     pub wrote: Option<String>,
 }
@@ -70,8 +70,8 @@ pub fn run(
     let report = report(&plan.inputs, outcome);
     if report.inputs == 0 {
         return Err(PipelineError::Output(format!(
-            "no input holds a log mfu reads: {} text file(s) matched no console-log preset",
-            report.skipped.len()
+            "no input holds a log mfu reads: {}",
+            super::skip_warning(&report.skipped).join("; ")
         )));
     }
     if let Some(path) = &run.rejects {
@@ -225,7 +225,7 @@ fn report(inputs: &[Input], outcome: Outcome) -> Report {
                     .rejects
                     .extend(p.rejects.into_iter().map(|r| (display.clone(), r)));
             }
-            Err(e) if e.is_skip(input) => report.skipped.push(input.display.clone()),
+            Err(e) if e.is_skip(input) => report.skipped.extend(e.skipped(input)),
             Err(e) => report.failures.push(e),
         }
     }

@@ -188,15 +188,51 @@ impl PipelineError {
     pub fn is_skip(&self, input: &Input) -> bool {
         matches!(self, PipelineError::Read(e) if e.is_skip(input))
     }
+
+    /// The skip's kind and `input`'s name, for [`skip_warning`]; `None` when this is a failure.
+    pub fn skipped(&self, input: &Input) -> Option<Skipped> {
+        match self {
+            PipelineError::Read(e) => e.skip_kind(input).map(|kind| Skipped {
+                input: input.display.clone(),
+                kind,
+            }),
+            _ => None,
+        }
+    }
 }
 
-/// The warning for the text files a folder walk found that are not console logs mfu reads.
-pub fn skip_warning(skipped: &[String]) -> Option<String> {
-    let first = skipped.first()?;
-    Some(format!(
-        "{} text file(s) in folders matched no console-log preset and were skipped (the first: {first}); name a file to read it as a table, or give --shape or --line-regex",
-        skipped.len()
-    ))
+/// An input left out because it is not a log (see [`ReadError::skip_kind`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub input: String,
+    /// The words for the warning, the same for every input of the kind.
+    pub kind: &'static str,
+}
+
+/// One warning per kind of skipped input: how many, and the first.
+pub fn skip_warning(skipped: &[Skipped]) -> Vec<String> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for s in skipped {
+        if !kinds.contains(&s.kind) {
+            kinds.push(s.kind);
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let of_kind: Vec<&Skipped> = skipped.iter().filter(|s| s.kind == kind).collect();
+            let hint = if kind.starts_with("text") {
+                "; name a file to read it as a table, or give --shape or --line-regex"
+            } else {
+                ""
+            };
+            format!(
+                "{} {kind} (the first: {}){hint}",
+                of_kind.len(),
+                of_kind[0].input
+            )
+        })
+        .collect()
 }
 
 /// What a run reports while it works; each front end shows it its own way.
@@ -249,6 +285,8 @@ pub struct Seen {
     pub read_warnings: Vec<String>,
     pub mapping: ColumnMapping,
     pub non_numeric: Vec<(String, usize)>,
+    /// What a column's values meant other than they say, in words (each said once per input).
+    pub column_warnings: Vec<String>,
     pub renamed: Vec<(String, String)>,
     pub torn: Option<Reject>,
     pub rejects: Vec<Reject>,
@@ -373,6 +411,7 @@ impl Plan {
             read_warnings: read.warnings,
             mapping: enriched.mapping.clone(),
             non_numeric: enriched.non_numeric.clone(),
+            column_warnings: enriched.column_warnings.clone(),
             renamed: enriched.renamed.clone(),
             torn: read.torn,
             rejects: read.rejects,
@@ -462,7 +501,7 @@ impl Plan {
         for (input, loaded) in self.inputs.iter().zip(self.load_all(false, observer)?) {
             let loaded = match loaded {
                 Err(e) if e.is_skip(input) => {
-                    skipped.push(input.display.clone());
+                    skipped.extend(e.skipped(input));
                     continue;
                 }
                 other => other?,
@@ -520,6 +559,9 @@ pub fn warnings_for(display: &str, seen: &Seen, logged_peak: bool) -> Vec<String
             display,
             if *cells == 1 { " is" } else { "s are" }
         ));
+    }
+    for warning in &seen.column_warnings {
+        warnings.push(format!("{display}: {warning}"));
     }
     for (old, new) in &seen.renamed {
         warnings.push(format!(

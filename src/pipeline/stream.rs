@@ -358,11 +358,17 @@ impl Gathered {
             read_warnings: Vec::new(),
             mapping: enriched.mapping.clone(),
             non_numeric: Vec::new(),
+            column_warnings: Vec::new(),
             renamed: enriched.renamed.clone(),
             torn: None,
             rejects: Vec::new(),
         });
         seen.rows += enriched.frame.height();
+        for warning in &enriched.column_warnings {
+            if !seen.column_warnings.contains(warning) {
+                seen.column_warnings.push(warning.clone());
+            }
+        }
         for (column, cells) in &enriched.non_numeric {
             match seen.non_numeric.iter_mut().find(|(c, _)| c == column) {
                 Some(slot) => slot.1 += cells,

@@ -121,6 +121,10 @@ pub enum ReadError {
         "{input}: cannot tell the format: not named like a table (.jsonl, .csv, .tsv, .parquet) and no line matches a console-log preset (modded-nanogpt, nanogpt, megatron-log); give --input-format jsonl|csv|tsv|parquet for a table, or --shape and --line-regex for a console log"
     )]
     UnknownFormat { input: String },
+    /// An event-file folder with no scalar at all (the hparams-only folder PyTorch's `add_hparams` makes
+    /// beside a run): nothing to enrich, so a skip.
+    #[error("{input}: the event files hold no scalar values (only hyperparameters, text, histograms or graphs)")]
+    NoScalars { input: String },
     #[error("{input}: {compression} data is corrupt or cut short: {source}")]
     Decompress {
         input: String,
@@ -324,7 +328,20 @@ impl ReadError {
     /// Whether this error of `input` means "not a log, skip it" rather than a failure: a text file a
     /// folder walk found that no console-log preset reads.
     pub fn is_skip(&self, input: &Input) -> bool {
-        input.optional && matches!(self, ReadError::UnknownFormat { .. })
+        self.skip_kind(input).is_some()
+    }
+
+    /// What kind of input a skip is, in words for the warning that counts them.
+    pub fn skip_kind(&self, input: &Input) -> Option<&'static str> {
+        match self {
+            ReadError::UnknownFormat { .. } if input.optional => {
+                Some("text file(s) in folders matched no console-log preset and were skipped")
+            }
+            ReadError::NoScalars { .. } => Some(
+                "TensorBoard folder(s) hold no scalar values (hyperparameters only) and were skipped",
+            ),
+            _ => None,
+        }
     }
 }
 
@@ -865,7 +882,15 @@ fn read_event_files(
         })
         .collect();
     let shape_error = shape_error_of(input, Shape::TensorBoardEvents);
-    let (shaped, warnings) = shapes::tfevents::read(&files).map_err(shape_error)?;
+    let (shaped, warnings) = match shapes::tfevents::read(&files) {
+        Ok(read) => read,
+        Err(e) if e == shapes::tfevents::NO_SCALARS => {
+            return Err(ReadError::NoScalars {
+                input: input.display.clone(),
+            })
+        }
+        Err(e) => return Err(shape_error(e)),
+    };
     let run = match input.relative.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
         _ => paths[0]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares mfu's reading of TensorBoard event files with TensorBoard's own EventAccumulator.
 
-usage: check_tfevents.py MFU_BINARY RUNS_FOLDER      (needs: pip install tensorboard)
+usage: check_tfevents.py MFU_BINARY RUNS_FOLDER [MFU_FLAG...]   (needs: pip install tensorboard)
 
 Every run folder under RUNS_FOLDER is loaded by EventAccumulator (simple values as Scalars, TF2 tensor
 summaries as Tensors); mfu enriches the folder to JSON Lines; each (run, step, tag) value must be the
@@ -40,8 +40,8 @@ def accumulated(folder):
     return values
 
 
-def main(mfu, runs):
-    out = subprocess.run([mfu, "enrich", runs, "-o", "-", "--output-format", "jsonl", *FLAGS],
+def main(mfu, runs, extra):
+    out = subprocess.run([mfu, "enrich", runs, "-o", "-", "--output-format", "jsonl", *FLAGS, *extra],
                          check=True, capture_output=True, text=True).stdout
     ours = {}
     for line in out.splitlines():
@@ -63,4 +63,4 @@ def main(mfu, runs):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -17,11 +17,13 @@
 //! first value: a tag whose first value names a plugin other than `scalars` (images, histograms, text,
 //! ...) is skipped. Histograms, images, audio and graphs are skipped.
 //!
-//! The files of one folder are one run, read in file-name order (the timestamp in the name orders them). A
-//! file whose first step is at or before the last step seen replaces the steps from there on (a run
-//! resumed from a checkpoint), as TensorBoard shows it. Each row has the step, `wall_time` (the latest
-//! wall time of the step's values, in seconds: its differences give the step time when no tag does) and
-//! one column per tag.
+//! The files of one folder are one run, read in file-name order (the timestamp in the name orders them).
+//! A file's first value of a tag at or before a step already seen for that tag replaces that tag's values
+//! from there on (a run resumed from a checkpoint), tag by tag as TensorBoard's out-of-order purge does,
+//! so a file of evaluation values that starts at the last training step (Transformers' `evaluate()` after
+//! `train()`) adds its tags and replaces nothing. Each row has the step, `wall_time` (the earliest wall
+//! time of the step's values, in seconds: the training loop's, before an evaluation at the same step; its
+//! differences give the step time when no tag does) and one column per tag.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -230,20 +232,36 @@ fn f16_to_f64(bits: u16) -> f64 {
 /// One step's values in one run.
 #[derive(Default)]
 struct StepRow {
-    wall_time: f64,
-    /// (tag index, value); a tag written twice in a step keeps its last value.
-    values: Vec<(usize, f64)>,
+    /// (tag index, value, wall time); a tag written twice in a step keeps its last value.
+    values: Vec<(usize, f64, f64)>,
+}
+
+impl StepRow {
+    /// The earliest wall time of the step's values: the time the training loop logged the step, before
+    /// an evaluation logged at the same step (Transformers' `evaluate()` after training) ran.
+    fn wall_time(&self) -> f64 {
+        self.values
+            .iter()
+            .map(|(_, _, wall)| *wall)
+            .fold(f64::INFINITY, f64::min)
+    }
 }
 
 /// Reads the event files of one run, each `(name, bytes)`, in the order given (file-name order): the rows,
 /// and warnings (records skipped, a record cut short).
+/// The tag Lightning's TensorBoardLogger writes as a placeholder with the hyperparameters.
+const LIGHTNING_HP_METRIC: &str = "hp_metric";
+
+/// The error of files that hold no scalar at all (an hparams-only folder): the caller skips them.
+pub const NO_SCALARS: &str = "no scalar values (only histograms, images, text or graphs?)";
+
 pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), String> {
     let mut steps: BTreeMap<i64, StepRow> = BTreeMap::new();
     // The plugin each tag's first value named ("" when none).
     let mut plugins: HashMap<String, String> = HashMap::new();
     let mut tag_order: Vec<String> = Vec::new();
     let mut tag_index: HashMap<String, usize> = HashMap::new();
-    let (mut bad_crc, mut undecodable, mut resumed) = (0, 0, 0);
+    let (mut bad_crc, mut undecodable, mut purged_values) = (0, 0, 0usize);
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
     for (name, bytes) in files {
@@ -254,7 +272,9 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
                 "{name}: the record at byte {at} is cut short (a run killed mid-write?): skipped"
             ));
         }
-        let mut first_step_of_file = true;
+        // Tags this file has already written: the first value of a tag at or before a step already seen
+        // for it purges that tag's values from there on (a run resumed from a checkpoint rewrites them).
+        let mut written: Vec<bool> = vec![false; tag_order.len()];
         for range in records.data {
             let Ok(event) = Event::decode(&bytes[range]) else {
                 undecodable += 1;
@@ -288,31 +308,55 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             if scalars.is_empty() {
                 continue;
             }
-            if first_step_of_file {
-                first_step_of_file = false;
-                // A resumed run: this file's steps replace the ones from its first step on.
-                let dropped = steps.split_off(&event.step).len();
-                if dropped > 0 {
-                    resumed += dropped;
-                }
-            }
-            let row = steps.entry(event.step).or_default();
-            row.wall_time = row.wall_time.max(event.wall_time);
             for (tag, v) in scalars {
                 let next = tag_order.len();
                 let i = *tag_index.entry(tag).or_insert_with_key(|tag| {
                     tag_order.push(tag.clone());
                     next
                 });
-                match row.values.iter_mut().find(|(t, _)| *t == i) {
-                    Some(slot) => slot.1 = v,
-                    None => row.values.push((i, v)),
+                if written.len() <= i {
+                    written.resize(i + 1, false);
+                }
+                if !written[i] {
+                    written[i] = true;
+                    // As TensorBoard purges out-of-order steps, tag by tag: this file's values of the tag
+                    // replace the earlier files' from this step on. Tags it does not write are kept, so an
+                    // evaluation file that starts at the last training step replaces nothing.
+                    for (_, row) in steps.range_mut(event.step..) {
+                        let before = row.values.len();
+                        row.values.retain(|(t, _, _)| *t != i);
+                        purged_values += before - row.values.len();
+                    }
+                    steps.retain(|_, r| !r.values.is_empty());
+                }
+                let row = steps.entry(event.step).or_default();
+                match row.values.iter_mut().find(|(t, _, _)| *t == i) {
+                    Some(slot) => (slot.1, slot.2) = (v, event.wall_time),
+                    None => row.values.push((i, v, event.wall_time)),
                 }
             }
         }
     }
+    // Lightning's TensorBoardLogger writes `hp_metric` = -1 at step 0 with the hyperparameters, a
+    // placeholder for a metric the user may set later: not a step of the run.
+    let placeholder = tag_index.get(LIGHTNING_HP_METRIC).copied().filter(|i| {
+        steps
+            .values()
+            .flat_map(|r| r.values.iter())
+            .filter(|(t, _, _)| t == i)
+            .all(|(_, v, _)| *v == -1.0)
+    });
+    if let Some(i) = placeholder {
+        for row in steps.values_mut() {
+            row.values.retain(|(t, _, _)| *t != i);
+        }
+        steps.retain(|_, r| !r.values.is_empty());
+        notes.push(format!(
+            "the {LIGHTNING_HP_METRIC} placeholder (-1, written by Lightning with the hyperparameters) is not a step: left out"
+        ));
+    }
     if steps.is_empty() {
-        return Err("no scalar values (only histograms, images, text or graphs?)".into());
+        return Err(NO_SCALARS.into());
     }
     // Columns built straight from the steps: step, wall_time, then one per tag in first-seen order.
     let height = steps.len();
@@ -321,8 +365,8 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
     let mut tag_columns: Vec<Vec<Option<f64>>> = vec![vec![None; height]; tag_order.len()];
     for (row, (step, values)) in steps.into_iter().enumerate() {
         step_column.push(step);
-        wall_times.push(values.wall_time);
-        for (tag, v) in values.values {
+        wall_times.push(values.wall_time());
+        for (tag, v, _) in values.values {
             tag_columns[tag][row] = Some(v);
         }
     }
@@ -330,7 +374,10 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
         Column::new("step".into(), step_column),
         Column::new("wall_time".into(), wall_times),
     ];
-    for (tag, values) in tag_order.iter().zip(tag_columns) {
+    for (index, (tag, values)) in tag_order.iter().zip(tag_columns).enumerate() {
+        if placeholder == Some(index) {
+            continue;
+        }
         // A tag named like the row's own columns keeps its values under another name.
         let name = if tag == "step" || tag == "wall_time" {
             notes.push(format!("the tag '{tag}' is written as '{tag}_tag'"));
@@ -347,7 +394,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             "{} event file(s), {} step(s), {} scalar tag(s)",
             files.len(),
             height,
-            tag_order.len()
+            tag_order.len() - usize::from(placeholder.is_some())
         ),
     );
     if bad_crc + undecodable > 0 {
@@ -355,9 +402,9 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             "{bad_crc} record(s) with a wrong CRC and {undecodable} that are not events skipped"
         ));
     }
-    if resumed > 0 {
+    if purged_values > 0 {
         notes.push(format!(
-            "a resumed run: {resumed} step(s) logged before the resume point replaced by the later file"
+            "{purged_values} value(s) at steps a later file logged again replaced by it: a resumed run, or an evaluation repeated at the last step"
         ));
     }
     Ok((
@@ -493,7 +540,7 @@ mod tests {
             )));
             first.extend(record(&scalar_event(step, 100.5 + step as f64, "lr", 0.1)));
         }
-        // Resumed from step 3: steps 3 and 4 of the first file are replaced.
+        // Resumed from step 3: the loss of steps 3 and 4 of the first file is replaced.
         let mut second = Vec::new();
         for step in 3..=5 {
             second.extend(record(&scalar_event(
@@ -525,14 +572,19 @@ mod tests {
             loss,
             [Some(2.0), Some(2.0), Some(1.0), Some(1.0), Some(1.0)]
         );
+        // A tag the later file does not write keeps its values, as TensorBoard's purge by tags keeps them.
         let lr = df.column("lr").unwrap().f64().unwrap();
-        assert_eq!(lr.get(2), None);
+        assert_eq!(lr.get(2), Some(0.1f32 as f64));
+        assert_eq!(lr.get(4), None);
+        // The earliest wall time of a step's values; a replaced value's wall time goes with it.
         let wall = df.column("wall_time").unwrap().f64().unwrap();
-        assert_eq!(wall.get(0), Some(101.5));
+        assert_eq!(wall.get(0), Some(101.0));
+        assert_eq!(wall.get(2), Some(103.5));
+        assert_eq!(wall.get(4), Some(205.0));
         assert!(
             read.notes
                 .iter()
-                .any(|n| n.contains("2 step(s) logged before the resume point")),
+                .any(|n| n.contains("2 value(s) at steps a later file logged again")),
             "{:?}",
             read.notes
         );
