@@ -86,9 +86,13 @@ fn hf_trainer_state_without_row_timing_uses_the_run_mean() {
         &[&RUN[..], &["--tokens-per-step", "4096", "-v"]].concat(),
     );
     assert_eq!(rows.len(), 2);
-    // train_runtime 2500 s over 1000 steps.
-    assert_eq!(num(&rows[0], "run_mean_step_time_s"), Some(2.5));
-    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(4096.0, 2.5)));
+    // train_runtime 2500 s, less its evaluation's eval_runtime 30 s, over 1000 steps.
+    assert_eq!(num(&rows[0], "run_mean_step_time_s"), Some(2.47));
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu(4096.0, 2.47)));
+    assert!(
+        err.contains("less 30 s in the log's 1 evaluation and prediction entries"),
+        "{err}"
+    );
     assert!(
         err.contains("each training row gets the run's mean step time"),
         "{err}"
@@ -696,8 +700,9 @@ fn real_hf_trainer_state() {
     // 31 log_history entries: 10 training rows every 500 steps (the rest eval, predict, summary).
     assert_eq!(rows.len(), 10);
     assert_eq!(rows[0]["step"], "500");
-    // Summary: train_runtime 64358.151 s over global step 5490.
-    let step_time = 64358.151 / 5490.0;
+    // Summary: train_runtime 64358.151 s over global step 5490, less the 61258.829 s its evaluation and
+    // prediction entries took.
+    let step_time = (64358.151 - 61258.829) / 5490.0;
     assert!(close(
         num(&rows[9], "mfu_wall_clock"),
         mfu(6144.0, step_time)
@@ -1325,4 +1330,45 @@ fn dvclive_run_folders_with_their_parameters() {
     let dt = num(stamped[3], "wall_time").unwrap() - num(stamped[2], "wall_time").unwrap();
     assert!(close(num(stamped[3], "tokens_per_second"), 16384.0 / dt));
     assert_eq!(stamped[0]["tokens_per_second"], "");
+}
+
+#[test]
+fn real_trainer_state_run_mean_leaves_out_its_evaluations() {
+    // A Seq2Seq fine-tune (../shared/fixtures-real, its .source.txt says where from) whose generation
+    // evaluations and prediction take 61,259 s of its 64,358 s train_runtime: the run-mean step time is
+    // what is left over 5,490 steps, not the whole runtime (which made MFU 20x too low).
+    let Some(file) = shared_file("fixtures-real/hf_trainer_state__Jaong_Checkpoint-of-CPT.json")
+    else {
+        return;
+    };
+    let history: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let entries = history["log_history"].as_array().unwrap();
+    let not_training: f64 = entries
+        .iter()
+        .map(|e| {
+            e.get("eval_runtime")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+                + e.get("predict_runtime")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0)
+        })
+        .sum();
+    let (rows, err) = enrich(
+        &file,
+        &[&RUN[..], &["--tokens-per-step", "1000", "-v"]].concat(),
+    );
+    let want = (64358.151 - not_training) / 5490.0;
+    assert!(
+        err.contains("less 61258.829 s in the log's 20 evaluation and prediction entries"),
+        "{err}"
+    );
+    for row in &rows {
+        assert!(close(num(row, "run_mean_step_time_s"), want), "{row:?}");
+        assert!(
+            close(num(row, "tokens_per_second"), 1000.0 / want),
+            "{row:?}"
+        );
+    }
 }

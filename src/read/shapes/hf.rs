@@ -51,12 +51,31 @@ pub fn read(bytes: &[u8], rows: RowKinds) -> Result<ShapedFrame, String> {
     let mut summary_runtime = None;
     let mut notes = Vec::new();
     let mut any_row_time = false;
+    // Seconds the log says went to evaluation and prediction inside train() (their entries before the
+    // summary), and how many entries.
+    let (mut not_training, mut not_training_entries) = (0.0, 0usize);
+    let mut summary_seen = false;
     for item in history {
         let Some(row) = item.as_object() else {
             continue;
         };
         let k = kind(row);
+        if !summary_seen {
+            let runtime = match k {
+                RowKind::Eval => row.get("eval_runtime"),
+                RowKind::Predict => row.get("predict_runtime"),
+                _ => None,
+            };
+            if let Some(r) = runtime
+                .and_then(Value::as_f64)
+                .filter(|r| r.is_finite() && *r > 0.0)
+            {
+                not_training += r;
+                not_training_entries += 1;
+            }
+        }
         if k == RowKind::Summary {
+            summary_seen = true;
             summary_runtime = row
                 .get("train_runtime")
                 .and_then(Value::as_f64)
@@ -80,16 +99,35 @@ pub fn read(bytes: &[u8], rows: RowKinds) -> Result<ShapedFrame, String> {
             kept.push(row);
         }
     }
-    // Old trainer states time only the whole run. Each training row then gets the run's mean step time,
-    // said plainly: it includes evaluation and checkpointing.
+    // Trainer states time only the whole run. Each training row then gets the run's mean step time, less
+    // what the log's own evaluation and prediction entries say they took inside train(); checkpointing
+    // cannot be separated and stays in, said plainly.
     if !any_row_time && rows != RowKinds::Eval {
         if let Some((runtime, steps)) = summary_runtime.filter(|(r, s)| *r > 0.0 && *s > 0.0) {
-            let mean = runtime / steps;
+            let training = runtime - not_training;
+            let (training, less) = if not_training > 0.0 && training > 0.0 {
+                (
+                    training,
+                    format!(
+                        ", less {not_training} s in the log's {not_training_entries} evaluation and prediction entries (eval_runtime, predict_runtime)"
+                    ),
+                )
+            } else if not_training > 0.0 {
+                (
+                    runtime,
+                    format!(
+                        "; its {not_training_entries} evaluation and prediction entries claim {not_training} s, more than the whole run, so nothing is subtracted"
+                    ),
+                )
+            } else {
+                (runtime, String::new())
+            };
+            let mean = training / steps;
             for row in kept.iter_mut().filter(|r| kind(r) == RowKind::Train) {
                 row.insert("run_mean_step_time_s".into(), Value::from(mean));
             }
             notes.push(format!(
-                "no per-step time in log_history: each training row gets the run's mean step time, train_runtime {runtime} s / {steps} steps = {mean:.6} s (includes evaluation and checkpointing)"
+                "no per-step time in log_history: each training row gets the run's mean step time, train_runtime {runtime} s{less} / {steps} steps = {mean:.6} s (checkpointing included: the log does not time it)"
             ));
         }
     }
