@@ -500,6 +500,45 @@ fn strip_prefix(name: &str) -> String {
     name
 }
 
+/// Columns a "no column" error lists: all of them for a narrow table; for a wide one (a W&B export has
+/// hundreds) the few whose names, prefixes dropped, are most like the field's aliases, in the table's order,
+/// and how many others there are.
+fn closest_columns(columns: &[&str], field: Field) -> String {
+    const ALL_UP_TO: usize = 16;
+    const CLOSEST: usize = 8;
+    if columns.len() <= ALL_UP_TO {
+        return columns.join(", ");
+    }
+    let aliases: Vec<&str> = field
+        .aliases()
+        .iter()
+        .chain(field.cumulative_aliases())
+        .copied()
+        .collect();
+    let likeness = |column: &str| -> f64 {
+        let name = strip_prefix(column);
+        aliases
+            .iter()
+            .map(|a| strsim::jaro_winkler(&name, a))
+            .fold(0.0, f64::max)
+    };
+    let mut ranked: Vec<(usize, f64)> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, likeness(c)))
+        .collect();
+    // Most alike first; ties in the table's order, so the list is the same on every run.
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut chosen: Vec<usize> = ranked.iter().take(CLOSEST).map(|(i, _)| *i).collect();
+    chosen.sort_unstable();
+    let names: Vec<&str> = chosen.iter().map(|i| columns[*i]).collect();
+    format!(
+        "{} (the {CLOSEST} closest of {} columns)",
+        names.join(", "),
+        columns.len()
+    )
+}
+
 /// A file's column names in the forms aliases are matched against, worked out once per file rather than
 /// once per field.
 struct MatchNames<'a> {
@@ -652,7 +691,7 @@ pub fn map_columns(
                 return Err(ColumnError::Missing {
                     field,
                     tried: field.aliases().join(", "),
-                    available: available(),
+                    available: closest_columns(columns, field),
                     hint: field
                         .constant_flag()
                         .map(|f| format!("; give it with {f} or --map {field}=COLUMN"))
@@ -1245,6 +1284,32 @@ mod tests {
 
     fn opts() -> ColumnOptions {
         ColumnOptions::default()
+    }
+
+    #[test]
+    fn a_wide_table_without_a_field_lists_its_closest_columns() {
+        let mut cols: Vec<String> = (0..250).map(|i| format!("eval/metric_{i}")).collect();
+        cols.insert(120, "train/num_tokens_seen".into());
+        cols.insert(7, "throughput/tokens_per_sec".into());
+        cols.push("step_time".into());
+        let names: Vec<&str> = cols.iter().map(String::as_str).collect();
+        let ColumnError::Missing {
+            field, available, ..
+        } = map_columns(&names, &opts()).unwrap_err()
+        else {
+            panic!("expected a missing field");
+        };
+        assert_eq!(field, Field::Tokens);
+        assert!(
+            available.ends_with("(the 8 closest of 253 columns)"),
+            "{available}"
+        );
+        assert!(available.contains("train/num_tokens_seen"), "{available}");
+        assert!(
+            available.contains("throughput/tokens_per_sec"),
+            "{available}"
+        );
+        assert_eq!(available.matches(", ").count(), 7, "{available}");
     }
 
     #[test]
