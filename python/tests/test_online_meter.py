@@ -203,3 +203,15 @@ def test_cpu_when_nothing_else(monkeypatch):
     monkeypatch.delitem(sys.modules, "jax", raising=False)
     monkeypatch.delenv("TPU_ACCELERATOR_TYPE", raising=False)
     assert online.detect_device() == "CPU"
+
+
+@pytest.mark.parametrize(
+    "module, extra", [("mfu.integrations.transformers", "mfu[transformers]"), ("mfu.integrations.lightning", "mfu[lightning]")]
+)
+def test_an_integration_without_its_framework_names_the_extra(module, extra):
+    import subprocess
+
+    # torch made unimportable in a fresh interpreter: what a user without the extra sees.
+    code = f"import sys; sys.modules['torch'] = None\ntry:\n    import {module}\nexcept ImportError as e:\n    print(e)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert extra in out.stdout, out
