@@ -268,15 +268,72 @@ fn ms_swift_logging_jsonl() {
         "{err}"
     );
     assert!(
-        err.contains("tokens_this_step counts one data-parallel rank's tokens"),
+        err.contains("tokens_this_step counts one data-parallel rank's tokens and the line logs no global rate"),
+        "{err}"
+    );
+    assert!(
+        err.contains("elapsed times from train_speed x steps"),
+        "{err}"
+    );
+    assert!(
+        err.contains("4.1 s of evaluation (eval_runtime of the evaluation lines in between) left out of 1 row(s)' intervals"),
         "{err}"
     );
     let steps: Vec<_> = rows.iter().map(|r| r["global_step"].clone()).collect();
     assert_eq!(steps, ["5", "10", "15"]);
     assert_eq!(rows[2]["elapsed_time"], "61.0");
-    // 22 s - 12 s over 5 steps; then 61 s - 22 s (the evaluation included, as logged) over 5 steps.
-    assert!(close(num(&rows[1], "tokens_per_second"), 131072.0 / 2.0));
-    assert!(close(num(&rows[2], "tokens_per_second"), 131072.0 / 7.8));
+    // The running totals from train_speed(iter/s): steps / speed. The first interval starts with
+    // training; the third leaves out the 4.1 s the evaluation line between says it took.
+    let total = |steps: f64, speed: f64| steps / speed;
+    let times = [
+        total(5.0, 0.412) / 5.0,
+        (total(10.0, 0.455) - total(5.0, 0.412)) / 5.0,
+        (total(15.0, 0.245902) - total(10.0, 0.455) - 4.1) / 5.0,
+    ];
+    for (row, time) in rows.iter().zip(times) {
+        assert!(close(num(row, "mean_step_time_s"), time), "{row:?}");
+        assert!(close(num(row, "tokens_per_second"), 131072.0 / time));
+    }
+}
+
+/// A real ms-swift run folder (fixtures/ms_swift/SOURCE.md): the step time from train_speed(s/it) to the
+/// millisecond, the global tokens from one rank's count and the global rate, precision and device count
+/// from args.json beside the log.
+#[test]
+fn ms_swift_real_run_folder() {
+    let file = fixtures().join("ms_swift/v0-20260425-045155/logging.jsonl");
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--flops-per-token",
+            "1e10",
+            "-v",
+        ],
+    );
+    assert_eq!(rows.len(), 40, "{err}");
+    assert!(err.contains("num_devices=8 from"), "{err}");
+    assert!(err.contains("args.json (global_world_size)"), "{err}");
+    assert!(err.contains("dtype='bf16' from"), "{err}");
+    assert!(
+        err.contains("/ tokens_this_step = 4)"),
+        "the data-parallel size: {err}"
+    );
+    // train_speed(s/it) x steps is the running total, so the step times add up to the last line's.
+    let sum: f64 = rows
+        .iter()
+        .map(|r| num(r, "mean_step_time_s").unwrap())
+        .sum();
+    assert!(close(Some(sum), 1.794522 * 40.0), "{sum}");
+    // Step 4: 2.871698 s/it x 4 - 3.51807 s/it x 3; one rank's 221 tokens x 4 ranks.
+    let step4 = &rows[3];
+    assert_eq!(step4["global_step"], "4");
+    let time = 2.871698 * 4.0 - 3.51807 * 3.0;
+    assert!(close(num(step4, "mean_step_time_s"), time));
+    assert!(close(num(step4, "global_tokens"), 884.0));
+    let mfu = 884.0 * 1e10 / (8.0 * time) / H100;
+    assert!(close(num(step4, "mfu_wall_clock"), mfu), "{step4:?}");
 }
 
 /// The event-file fixtures (made by fixtures/tensorboard/make_fixtures.py), copied into `wd`.

@@ -91,6 +91,8 @@ impl Field {
                 "end_to_end(s)",
                 "timing_s/step",
                 "dt",
+                // What the ms-swift reader derives: the interval's time over its steps.
+                "mean_step_time_s",
                 "run_mean_step_time_s",
             ],
             Field::FwdBwdTime => &[

@@ -531,10 +531,13 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     let mut facts = shaped.facts;
     let mut notes = shaped.notes;
     let mut model = None;
-    if shape == Shape::HfTrainerState {
-        if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
+    let folder = input.path.as_deref().and_then(Path::parent);
+    match (shape, folder) {
+        (Shape::HfTrainerState, Some(folder)) => {
             model = config_beside(folder, &mut facts, &mut notes);
         }
+        (Shape::MsSwift, Some(folder)) => swift_args_beside(folder, &mut facts),
+        _ => {}
     }
     for fact in console_facts {
         if !facts.iter().any(|f| f.field == fact.field) {
@@ -582,6 +585,44 @@ fn config_beside(
         config.model_type()
     ));
     Some(config)
+}
+
+/// The `args.json` ms-swift writes beside its `logging.jsonl`: the precision (`bf16` or `fp16` true, else
+/// `torch_dtype`) and the device count (`global_world_size`) as facts of the run.
+fn swift_args_beside(folder: &Path, facts: &mut Vec<crate::columns::RunFact>) {
+    use crate::columns::{Field, RunFact};
+    let path = folder.join("args.json");
+    let Some(doc) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    else {
+        return;
+    };
+    let origin = |key: &str| format!("{} ({key})", path.display());
+    let flag = |key: &str| doc.get(key).and_then(serde_json::Value::as_bool) == Some(true);
+    let dtype = if flag("bf16") {
+        Some(("bf16", "bf16"))
+    } else if flag("fp16") {
+        Some(("fp16", "fp16"))
+    } else {
+        doc.get("torch_dtype")
+            .and_then(serde_json::Value::as_str)
+            .map(|d| (d, "torch_dtype"))
+    };
+    if let Some((dtype, key)) = dtype {
+        facts.push(RunFact::text(Field::Dtype, dtype, origin(key)));
+    }
+    if let Some(world) = doc
+        .get("global_world_size")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|w| *w >= 1.0)
+    {
+        facts.push(RunFact::number(
+            Field::NumDevices,
+            world,
+            origin("global_world_size"),
+        ));
+    }
 }
 
 /// An MLflow SQLite store: the input's run (every run when the store was not listed). Reserves three times the file's size from the budget (the

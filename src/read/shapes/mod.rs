@@ -184,7 +184,7 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
                 return Some(Shape::Megatron);
             }
         }
-        if memchr::memmem::find(head, ms_swift::STEP_KEY.as_bytes()).is_some() {
+        if ms_swift::detect(head) {
             return Some(Shape::MsSwift);
         }
         return None;
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn detects_shapes_from_content() {
-        let cases: [(&str, Option<Shape>); 9] = [
+        let cases: [(&str, Option<Shape>); 11] = [
             ("step:  1  loss: 12.2  memory:  1.2GiB(3.4%)  tps: 1,234  mfu: 3.21%\n", Some(Shape::Torchtitan)),
             ("{\n  \"log_history\": [{\"step\": 1}]\n}", Some(Shape::HfTrainerState)),
             ("{\"current_steps\": 10, \"elapsed_time\": \"0:00:32\"}\n", Some(Shape::LlamaFactory)),
@@ -342,6 +342,8 @@ mod tests {
             ("step:1/10 train_time:326ms step_avg:325.73ms\n", Some(Shape::ModdedNanogpt)),
             ("iter 10: loss 4.2, time 120.5ms, mfu 30.1%\n", Some(Shape::Nanogpt)),
             ("{\"step\": 1, \"step_time\": 1.0}\n", None),
+            ("{\"loss\": 1.9, \"global_step/max_steps\": \"1/94\", \"elapsed_time\": \"2s\"}\n", Some(Shape::MsSwift)),
+            ("{\"loss\": 1.9, \"iteration\": \"1/94\", \"elapsed_time\": \"2s\", \"train_speed(s/it)\": 2.0}\n", Some(Shape::MsSwift)),
         ];
         for (text, want) in cases {
             assert_eq!(detect(text.as_bytes(), "x"), want, "{text}");
