@@ -9,7 +9,7 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::columns::{
-    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, FieldValues,
+    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldValues, Numbers,
 };
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
@@ -200,7 +200,11 @@ pub fn is_enriched(df: &DataFrame) -> bool {
 
 /// Reads a table mfu already enriched without recomputing it: its columns are kept as they are, and the
 /// fields are mapped leniently (nothing is required) so summaries can weigh its rows by step time.
-pub fn reuse_enriched(df: DataFrame, options: &EnrichOptions) -> Result<Enriched, EnrichError> {
+pub fn reuse_enriched(
+    df: DataFrame,
+    options: &EnrichOptions,
+    recorded: Option<&str>,
+) -> Result<Enriched, EnrichError> {
     let names: Vec<String> = df
         .get_column_names()
         .iter()
@@ -211,8 +215,24 @@ pub fn reuse_enriched(df: DataFrame, options: &EnrichOptions) -> Result<Enriched
     let mut columns = options.columns.clone();
     columns.lenient = true;
     columns.allow_override = true;
+    if let Some(record) = recorded {
+        apply_recorded(&mut columns, record, &name_refs);
+    }
     let mapping = map_columns(&name_refs, &columns)?;
-    let values = extract(&df, &mapping, columns.model.as_ref())?;
+    let mut values = extract(&df, &mapping, columns.model.as_ref())?;
+    // The tokens the enrichment used, whatever gave them (a column, a constant, a differenced counter):
+    // its tokens_per_second times the step time, where both are there.
+    if let Ok(rate) = df.column(crate::compute::TOKENS_PER_SECOND) {
+        let rate = rate.cast(&DataType::Float64)?;
+        let rate = rate.f64()?;
+        let tokens: Vec<Option<f64>> = (0..df.height())
+            .map(|row| match (rate.get(row), values.step_time_s.get(row)) {
+                (Some(r), Some(t)) if r.is_finite() && t.is_finite() && t > 0.0 => Some(r * t),
+                _ => values.tokens.get(row),
+            })
+            .collect();
+        values.tokens = Numbers::Column(tokens);
+    }
     let mfu = df
         .column(crate::compute::MFU_WALL_CLOCK)?
         .cast(&DataType::Float64)?;
@@ -299,7 +319,121 @@ pub fn output_metadata(options: &EnrichOptions) -> Metadata {
     if let Some(f) = resolver.options().forced_peak {
         meta.push(("mfu.forced_peak_flops".to_string(), f.to_string()));
     }
+    meta.push((
+        OPTIONS_KEY.to_string(),
+        options_record(&options.columns).to_string(),
+    ));
     meta
+}
+
+/// The Parquet metadata key under which an output records the run-level options its columns were made
+/// with (`--device`, `--dtype`, `--num-devices`, `--flops-per-token`, `--tokens-per-step`, `--seq-len`,
+/// `--map`, `--cumulative`, `--time-unit`, `--override`), so that a summary or plot of the file reads its
+/// rows as the enrichment did.
+pub const OPTIONS_KEY: &str = "mfu.options";
+
+/// The column options as [`OPTIONS_KEY`] records them: only what was given.
+fn options_record(columns: &ColumnOptions) -> serde_json::Value {
+    let c = &columns.constants;
+    let mut constants = serde_json::Map::new();
+    let texts = [("device", &c.device), ("dtype", &c.dtype)];
+    for (name, value) in texts {
+        if let Some(v) = value {
+            constants.insert(name.into(), serde_json::json!(v));
+        }
+    }
+    let numbers = [
+        ("num_devices", c.num_devices),
+        ("flops_per_token", c.flops_per_token),
+        ("tokens_per_step", c.tokens_per_step),
+        ("seq_len", c.seq_len),
+    ];
+    for (name, value) in numbers {
+        if let Some(v) = value {
+            constants.insert(name.into(), serde_json::json!(v));
+        }
+    }
+    let map: serde_json::Map<String, serde_json::Value> = columns
+        .map
+        .iter()
+        .map(|(field, column)| (field.name().to_string(), serde_json::json!(column)))
+        .collect();
+    let cumulative: Vec<&str> = columns.cumulative.iter().map(|f| f.name()).collect();
+    let mut record = serde_json::json!({
+        "constants": constants,
+        "map": map,
+        "cumulative": cumulative,
+        "override": columns.allow_override,
+    });
+    if let Some(unit) = columns.time_unit {
+        record["time_unit"] = serde_json::json!(unit.as_str());
+    }
+    record
+}
+
+/// Adds what an output's [`OPTIONS_KEY`] record says to `columns`, where `columns` does not say it
+/// already (an option given now wins). A map entry whose column is not among `names` is left out.
+/// Gives what was taken from the record, in words, for `-v`.
+pub fn apply_recorded(columns: &mut ColumnOptions, record: &str, names: &[&str]) -> Vec<String> {
+    let Ok(record) = serde_json::from_str::<serde_json::Value>(record) else {
+        return Vec::new();
+    };
+    let mut taken = Vec::new();
+    let c = &mut columns.constants;
+    let constants = &record["constants"];
+    let text = |name: &str| constants[name].as_str().map(str::to_string);
+    let number = |name: &str| constants[name].as_f64().filter(|v| v.is_finite());
+    let mut take_text = |slot: &mut Option<String>, name: &str| {
+        if slot.is_none() {
+            if let Some(v) = text(name) {
+                taken.push(format!("{name} '{v}'"));
+                *slot = Some(v);
+            }
+        }
+    };
+    take_text(&mut c.device, "device");
+    take_text(&mut c.dtype, "dtype");
+    let mut take_number = |slot: &mut Option<f64>, name: &str| {
+        if slot.is_none() {
+            if let Some(v) = number(name) {
+                taken.push(format!("{name} {v}"));
+                *slot = Some(v);
+            }
+        }
+    };
+    take_number(&mut c.num_devices, "num_devices");
+    take_number(&mut c.flops_per_token, "flops_per_token");
+    take_number(&mut c.tokens_per_step, "tokens_per_step");
+    take_number(&mut c.seq_len, "seq_len");
+    if let Some(map) = record["map"].as_object() {
+        for (field, column) in map {
+            let (Ok(field), Some(column)) = (field.parse::<Field>(), column.as_str()) else {
+                continue;
+            };
+            if columns.map.iter().all(|(f, _)| *f != field) && names.contains(&column) {
+                taken.push(format!("--map {field}={column}"));
+                columns.map.push((field, column.to_string()));
+            }
+        }
+    }
+    for field in record["cumulative"].as_array().into_iter().flatten() {
+        if let Some(field) = field.as_str().and_then(|f| f.parse::<Field>().ok()) {
+            if !columns.cumulative.contains(&field) {
+                taken.push(format!("--cumulative {field}"));
+                columns.cumulative.push(field);
+            }
+        }
+    }
+    if columns.time_unit.is_none() {
+        if let Some(unit) = record["time_unit"].as_str().and_then(|u| u.parse().ok()) {
+            taken.push(format!(
+                "--time-unit {}",
+                record["time_unit"].as_str().unwrap_or("")
+            ));
+            columns.time_unit = Some(unit);
+        }
+    }
+    taken
 }
 
 /// Stacks enriched tables from several inputs into one, in input order: the union of the input columns in

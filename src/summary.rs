@@ -78,6 +78,8 @@ struct Accumulator {
     peaks: Vec<f64>,
     mfus: Vec<f64>,
     above_one: bool,
+    /// Why rows of a known device have no peak, each once.
+    no_peak: Vec<String>,
 }
 
 fn push_distinct<T: PartialEq>(list: &mut Vec<T>, v: T) {
@@ -139,6 +141,10 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             Some(c) => strings(df, c)?,
             None => None,
         };
+        let spans = match &v.spans {
+            Some(spans) => spans.clone(),
+            None => step_spans(&keys, &v.steps),
+        };
         // Each run's first step, for skipping warm-up.
         let mut first: HashMap<&Vec<Option<String>>, f64> = HashMap::new();
         for (row, key) in keys.iter().enumerate() {
@@ -187,7 +193,7 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             if let Some(n) = n {
                 push_distinct(&mut acc.num_devices, n);
             }
-            let span = v.spans.as_ref().map_or(1.0, |s| s[row]);
+            let span = spans[row];
             let t = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
             let t_fb = v
                 .fwd_bwd_time_s
@@ -204,6 +210,14 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             }
             if let Some(p) = peaks[row] {
                 push_distinct(&mut acc.peaks, p);
+            } else if let Some(device) = &resolved[row] {
+                // A device the table knows, with no rate for this precision (GB10 in fp32).
+                let missing = match v.dtype.get(row).map(crate::peaks::parse_dtype) {
+                    Some(Some(dtype)) => format!("no {} peak for {device}", dtype.as_str()),
+                    Some(None) => format!("unknown precision for {device}"),
+                    None => "no precision (dtype)".to_string(),
+                };
+                push_distinct(&mut acc.no_peak, missing);
             }
             if let Some(m) = mfu[row] {
                 acc.mfus.push(m);
@@ -236,6 +250,7 @@ fn finish(acc: Accumulator) -> RunSummary {
     if acc.unknown_device {
         flags.push("unknown device".to_string());
     }
+    flags.extend(acc.no_peak.iter().cloned());
     if acc.above_one {
         flags.push("mfu above 1".to_string());
     }
@@ -275,6 +290,35 @@ fn finish(acc: Accumulator) -> RunSummary {
         peak_flops_per_device: (acc.peaks.len() == 1).then(|| acc.peaks[0]),
         flags,
     }
+}
+
+/// The steps each row stands for, from the steps of its run's rows: a row logged k steps after the one
+/// before stands for those k steps (a trainer that logs every k steps logs one row for k); a run's first
+/// row stands for as many steps as the gap after it when its step is at least that gap (step 10 of rows
+/// at 10, 20, 30), else for one. A row whose step does not move on from the one before, or without a
+/// step, stands for one.
+fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f64> {
+    let mut spans = vec![1.0; keys.len()];
+    if steps.len() != keys.len() {
+        return spans;
+    }
+    let mut rows_of: HashMap<&Vec<Option<String>>, Vec<usize>> = HashMap::new();
+    for (row, key) in keys.iter().enumerate() {
+        rows_of.entry(key).or_default().push(row);
+    }
+    for rows in rows_of.values() {
+        for (i, &row) in rows.iter().enumerate() {
+            let Some(step) = steps[row] else { continue };
+            let before = i.checked_sub(1).and_then(|j| steps[rows[j]]);
+            let after = rows.get(i + 1).and_then(|&r| steps[r]);
+            spans[row] = match (before, after) {
+                (Some(b), _) if step > b => step - b,
+                (_, Some(a)) if a > step && step >= a - step => a - step,
+                _ => 1.0,
+            };
+        }
+    }
+    spans
 }
 
 /// The q-quantile of sorted values, interpolating linearly between neighbours (numpy's default).

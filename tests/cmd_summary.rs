@@ -178,3 +178,73 @@ fn csv_table_and_enriched_input_agree() {
         .assert()
         .code(1);
 }
+
+/// A table mfu enriched with constants that replaced the file's own columns: the summary reads its rows as
+/// the enrichment did (the options its Parquet metadata records), so the totals agree with its MFU.
+#[test]
+fn an_enriched_file_is_summarised_with_the_options_it_was_made_with() {
+    let wd = Workdir::new("summary_recorded");
+    let out = wd.path("runs.parquet");
+    wd.mfu()
+        .arg("enrich")
+        .arg(fixtures().join("runs.jsonl"))
+        .arg("-o")
+        .arg(&out)
+        .args(["--tokens-per-step", "100000", "--dtype", "fp8"])
+        .args(["--num-devices", "4", "--override", "--quiet"])
+        .assert()
+        .success();
+    let json = wd
+        .mfu()
+        .arg("summary")
+        .arg(&out)
+        .args(["--format", "json"])
+        .ok_stdout();
+    let runs: Vec<Value> = serde_json::from_slice(&json).unwrap();
+    assert_eq!(runs.len(), 3);
+    // fixtures/runs.jsonl: the H100 run's five step times, in ms.
+    let time = (2950.0 + 2910.0 + 2920.0 + 2930.0 + 2920.0) / 1000.0;
+    let h100 = &runs[0];
+    assert_eq!(h100["run_id"], "llama-7b-h100");
+    assert_eq!(h100["dtype"], "fp8");
+    assert_eq!(h100["num_devices"], 4);
+    assert_eq!(h100["tokens"], 500_000);
+    assert!(close(&h100["step_time_total_s"], time), "{h100}");
+    assert!(close(&h100["tokens_per_second"], 500_000.0 / time));
+    // The fp8 dense peak of the H100 SXM5, and the MFU computed with the constants.
+    let peak = h100["peak_flops_per_device"].as_f64().unwrap();
+    assert!(close(
+        &h100["mfu_wall_clock"],
+        500_000.0 * 4.2e10 / (4.0 * peak * time)
+    ));
+    // The A100 has no fp8 rate: no MFU, and the flag says why.
+    let a100 = &runs[1];
+    assert!(a100["mfu_wall_clock"].is_null());
+    assert_eq!(
+        a100["flags"],
+        "no fp8 peak for A100 SXM4;fewer than 10 steps"
+    );
+}
+
+/// Rows a trainer logs every k steps stand for k steps each in the totals.
+#[test]
+fn rows_logged_every_k_steps_count_for_k_steps() {
+    let wd = Workdir::new("summary_spans");
+    let log = wd.create(
+        "every10.csv",
+        "step,step_time,tokens\n10,1.5,1000\n20,2.0,1000\n30,2.5,1000\n",
+    );
+    let json = wd
+        .mfu()
+        .arg("summary")
+        .arg(&log)
+        .args(crate::util::H100_RUN_FLAGS)
+        .args(["--format", "json"])
+        .ok_stdout();
+    let runs: Vec<Value> = serde_json::from_slice(&json).unwrap();
+    let run = &runs[0];
+    assert_eq!(run["steps"], 3);
+    assert_eq!(run["tokens"], 30_000);
+    assert!(close(&run["step_time_total_s"], 60.0), "{run}");
+    assert!(close(&run["tokens_per_second"], 500.0));
+}

@@ -522,7 +522,8 @@ fn summary<'py>(
                     let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
                         .map_err(|e| PipelineError::Output(e.to_string()))?;
                     let enriched = if mfu::enrich::is_enriched(&frame) {
-                        mfu::enrich::reuse_enriched(frame, &enrich)
+                        let recorded = schema.metadata().get(mfu::enrich::OPTIONS_KEY);
+                        mfu::enrich::reuse_enriched(frame, &enrich, recorded.map(String::as_str))
                     } else {
                         mfu::enrich::enrich_frame(frame, &enrich)
                     }

@@ -381,7 +381,7 @@ impl Plan {
         let read_s = started.elapsed().as_secs_f64();
         let rows = read.frame.height();
         let enriched = if reuse && is_enriched(&read.frame) {
-            reuse_enriched(read.frame, &self.options)
+            reuse_enriched(read.frame, &self.options, read.recorded.as_deref())
         } else if read.shape.timing_optional() || !read.facts.is_empty() || read.model.is_some() {
             let options = self.options.for_input(
                 read.shape.timing_optional(),

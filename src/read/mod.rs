@@ -366,6 +366,8 @@ pub struct ReadOutcome {
     /// The model's configuration found beside the log (an HF checkpoint folder's `config.json`), to count
     /// FLOPs per token from when no flag or column gives them and the sequence length is known.
     pub model: Option<crate::flops::ModelConfig>,
+    /// The options a Parquet file mfu enriched records (its `mfu.options` metadata), as JSON.
+    pub recorded: Option<String>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
@@ -449,6 +451,11 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     };
     let shaped = match shape {
         Shape::Table => {
+            let recorded = if bytes.starts_with(PARQUET_MAGIC) {
+                parquet::key_value(&bytes, crate::enrich::OPTIONS_KEY)
+            } else {
+                None
+            };
             let (frame, torn, rejects) =
                 read_table(input, options.format, bytes, options.skip_bad_rows)?;
             return Ok(ReadOutcome {
@@ -462,6 +469,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
                 held,
                 facts: Vec::new(),
                 model: None,
+                recorded,
             });
         }
         Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
@@ -555,6 +563,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         held,
         facts,
         model,
+        recorded: None,
     })
 }
 
@@ -685,6 +694,7 @@ impl ReadOutcome {
             held,
             facts: Vec::new(),
             model: None,
+            recorded: None,
         }
     }
 }

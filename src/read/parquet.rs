@@ -30,6 +30,26 @@ pub fn page_bytes(bytes: &[u8]) -> Option<u64> {
     )
 }
 
+/// The value of a key in a Parquet file's key-value metadata (`None` when the footer cannot be read or
+/// has no such key).
+pub fn key_value(bytes: &[u8], key: &str) -> Option<String> {
+    let n = bytes.len();
+    if n < 12 || !bytes.ends_with(b"PAR1") {
+        return None;
+    }
+    let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
+    let start = n.checked_sub(8usize.checked_add(len)?)?;
+    let meta =
+        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8])
+            .ok()?;
+    meta.file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == key)?
+        .value
+        .clone()
+}
+
 /// A Parquet file read in batches by arrow-rs, for streaming: memory holds one batch, not the file. Only
 /// for files whose columns are all of plain types (booleans, integers, floats, text), which polars imports
 /// as the same types its own reader gives; for anything else [`ArrowBatches::open`] says `None` and the
