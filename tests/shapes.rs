@@ -296,6 +296,70 @@ fn ms_swift_logging_jsonl() {
     }
 }
 
+/// Megatron under srun and torchrun (`0: [default0]:` before every line): the argument dump behind the
+/// prefix still gives the device count, the precision (FP8, said in -v), the sequence length and the
+/// FLOPs per token.
+#[test]
+fn megatron_log_under_srun() {
+    let file = fixtures().join("shapes/megatron_srun.log");
+    let (rows, err) = enrich(&file, &["--device", "NVIDIA H100 80GB HBM3", "-v"]);
+    assert_eq!(rows.len(), 3, "{err}");
+    assert!(
+        err.contains("num_devices=4 from the argument dump's world_size"),
+        "{err}"
+    );
+    assert!(
+        err.contains("dtype='fp8' from the argument dump's fp8"),
+        "{err}"
+    );
+    assert!(err.contains("the run trains in FP8 (fp8 hybrid"), "{err}");
+    assert!(err.contains("seq_len=2048 from the argument dump"), "{err}");
+    assert_eq!(rows[0]["tokens"], "131072"); // 64 x 2048
+                                             // The model shape counted as `mfu flops` counts it (TinyLlama-like: 22 layers, GQA, SwiGLU).
+    assert!(
+        err.contains("flops_per_token=7313817600 from the argument dump's model shape"),
+        "{err}"
+    );
+    assert_eq!(num(&rows[0], "peak_flops_per_device"), Some(1978.9e12));
+    assert!(close(
+        num(&rows[0], "mfu_wall_clock"),
+        131072.0 * 7313817600.0 / (4.0 * 1.2104) / 1978.9e12
+    ));
+}
+
+/// No argument dump: the device count from `using world size`, the tokens from tokens/sec/gpu.
+#[test]
+fn megatron_log_tokens_from_the_per_gpu_rate() {
+    let file = fixtures().join("shapes/megatron_srun_rate.log");
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "1e10",
+            "-v",
+        ],
+    );
+    assert!(
+        err.contains("num_devices=8 from 'using world size' at line 1"),
+        "{err}"
+    );
+    assert!(
+        err.contains("world size 8, data-parallel size 2 (line 1)"),
+        "{err}"
+    );
+    // 27072.0 tokens/s/GPU x 8 GPUs x 1.2104 s.
+    assert!(close(num(&rows[0], "tokens"), 27072.0 * 8.0 * 1.2104));
+    assert!(close(num(&rows[0], "tokens_per_second"), 27072.0 * 8.0));
+    assert!(close(
+        num(&rows[0], "mfu_wall_clock"),
+        27072.0 * 1e10 / H100
+    ));
+}
+
 /// A real ms-swift run folder (fixtures/ms_swift/SOURCE.md): the step time from train_speed(s/it) to the
 /// millisecond, the global tokens from one rank's count and the global rate, precision and device count
 /// from args.json beside the log.

@@ -12,12 +12,44 @@
 //! `world_size` (the device count), the precision (`fp8` when set, else `bf16` or `fp16` when true, else
 //! fp32), `seq_length`, and FLOPs per token from the model's shape (layers, hidden and FFN sizes, heads,
 //! query groups, padded vocabulary, SwiGLU, experts) counted as `mfu flops` counts them. `tokens` per
-//! iteration = global batch size × seq_length is a column when the lines carry no token count of their own.
+//! iteration = global batch size × seq_length is a column when the lines carry no token count of their own;
+//! without a `seq_length`, `tokens/sec/gpu` × world size × the iteration's time. `using world size: N,
+//! data-parallel size: D, ...` gives the device count when the dump does not. An FP8 run (`fp8 hybrid`) is
+//! judged against the fp8 peak, and `-v` says so.
+//!
+//! Lines may carry what a launcher puts before each line of output (`srun --label`'s `0: `, torchrun's
+//! `[default0]:`): it is stripped before anything is read.
 
 use serde_json::{Map, Value};
 
 use super::{rows_to_frame, ShapedFrame};
 use crate::columns::{Field, RunFact};
+
+/// A line without what launchers put before each line of a rank's output: `srun --label`'s task number
+/// (`0: `) and torchrun's `--tee` rank tag (`[default0]:`, `[rank0]:`), in any order and number.
+pub fn strip_launcher_prefix(line: &str) -> &str {
+    let mut rest = line.trim_start();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && rest[digits..].starts_with(": ") {
+            rest = rest[digits + 1..].trim_start();
+            continue;
+        }
+        if let Some(after) = rest.strip_prefix('[') {
+            let tag = after
+                .strip_prefix("default")
+                .or_else(|| after.strip_prefix("rank"));
+            if let Some(tag) = tag {
+                let digits = tag.bytes().take_while(u8::is_ascii_digit).count();
+                if digits > 0 && tag[digits..].starts_with("]:") {
+                    rest = tag[digits + 2..].trim_start();
+                    continue;
+                }
+            }
+        }
+        return rest;
+    }
+}
 
 /// Whether a line is an iteration line: `iteration N/M |` followed by `key: value` pairs with the
 /// per-iteration time among them.
@@ -75,7 +107,7 @@ fn arguments(text: &str) -> Vec<Argument> {
     let mut args = Vec::new();
     let mut inside = false;
     for (index, line) in text.lines().enumerate() {
-        let t = line.trim();
+        let t = strip_launcher_prefix(line).trim();
         if t.starts_with("---") && t.contains("arguments") {
             inside = !t.contains("end of arguments");
             continue;
@@ -91,6 +123,26 @@ fn arguments(text: &str) -> Vec<Argument> {
         }
     }
     args
+}
+
+/// `using world size: 64, data-parallel size: 8, ...`, which Megatron prints before its argument dump:
+/// the world size, the data-parallel size and the line number (from 1).
+fn parallel_sizes(text: &str) -> Option<(f64, Option<f64>, usize)> {
+    text.lines().enumerate().find_map(|(index, line)| {
+        let t = strip_launcher_prefix(line);
+        let rest = t.strip_prefix("using world size:")?;
+        let number = |s: &str| {
+            s.trim()
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<f64>().ok())
+        };
+        let world = number(rest)?;
+        let data = rest
+            .split_once("data-parallel size:")
+            .and_then(|(_, r)| number(r));
+        Some((world, data, index + 1))
+    })
 }
 
 /// The model's shape from the argument dump, as the keys of a Hugging Face config that
@@ -177,8 +229,20 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     // overrides.
     let seq_length = arg("seq_length").and_then(|v| v.parse::<i64>().ok());
     let mut facts = Vec::new();
-    if let Some(w) = arg("world_size").and_then(|v| v.parse::<f64>().ok()) {
-        facts.push(RunFact::number(Field::NumDevices, w, origin("world_size")));
+    let sizes = parallel_sizes(&text);
+    let world = match arg("world_size").and_then(|v| v.parse::<f64>().ok()) {
+        Some(w) => Some((w, origin("world_size"))),
+        None => sizes.map(|(w, _, line)| (w, format!("'using world size' at line {line}"))),
+    };
+    if let Some((w, from)) = &world {
+        facts.push(RunFact::number(Field::NumDevices, *w, from.clone()));
+    }
+    if let Some((w, Some(d), line)) = sizes {
+        if d < w {
+            notes.push(format!(
+                "world size {w}, data-parallel size {d} (line {line}): every device shares the FLOPs, so MFU is over all {w}; the tokens are the global batch's, counted once"
+            ));
+        }
     }
     // Transformer Engine's FP8 (`--fp8-format hybrid|e4m3`) runs the matmuls in fp8 on top of bf16.
     let fp8 = arg("fp8").is_some_and(|v| v != "None" && v != "False");
@@ -191,6 +255,13 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     };
     if let Some((p, key)) = precision {
         facts.push(RunFact::text(Field::Dtype, p, origin(key)));
+        if fp8 {
+            notes.push(format!(
+                "the run trains in FP8 (fp8 {} at {}): MFU is against the device's dense fp8 peak; give --dtype bf16 to judge it against bf16",
+                arg("fp8").unwrap_or(""),
+                origin("fp8")
+            ));
+        }
     }
     if let Some(s) = seq_length {
         facts.push(RunFact::number(
@@ -214,23 +285,45 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
             }
         }
     }
-    let counts_tokens = rows[0].keys().any(|k| k.contains("tokens"));
-    let mut derived_tokens = false;
+    // A count of tokens (Megatron-DeepSpeed's `consumed tokens`), not a rate such as `tokens/sec/gpu`.
+    let counts_tokens = rows.iter().any(|row| {
+        row.iter()
+            .any(|(k, v)| (k == "tokens" || k.ends_with("_tokens")) && v.is_number())
+    });
+    let (mut from_batch, mut from_rate) = (0usize, 0usize);
     if !counts_tokens {
+        let world = world.as_ref().map(|(w, _)| *w);
         for row in &mut rows {
-            if let (Some(batch), Some(seq)) = (
-                row.get("global_batch_size").and_then(Value::as_i64),
-                seq_length,
-            ) {
+            let batch = row.get("global_batch_size").and_then(Value::as_i64);
+            let rate = row.get("tokens_sec_gpu").and_then(Value::as_f64);
+            let seconds = row
+                .get("elapsed_time_per_iteration_ms")
+                .and_then(Value::as_f64)
+                .map(|ms| ms / 1e3)
+                .or_else(|| {
+                    row.get("elapsed_time_per_iteration_s")
+                        .and_then(Value::as_f64)
+                });
+            if let (Some(batch), Some(seq)) = (batch, seq_length) {
                 row.insert("tokens".into(), Value::from(batch * seq));
-                derived_tokens = true;
+                from_batch += 1;
+            } else if let (Some(rate), Some(world), Some(seconds)) = (rate, world, seconds) {
+                if let Some(t) = serde_json::Number::from_f64(rate * world * seconds) {
+                    row.insert("tokens".into(), Value::Number(t));
+                    from_rate += 1;
+                }
             }
         }
     }
-    if derived_tokens {
+    if from_batch > 0 {
         notes.push(format!(
-            "tokens per iteration = global batch size x seq_length ({})",
+            "tokens per iteration = global batch size x seq_length ({}) on {from_batch} line(s)",
             origin("seq_length")
+        ));
+    }
+    if from_rate > 0 {
+        notes.push(format!(
+            "tokens per iteration = tokens/sec/GPU x world size x elapsed time per iteration on {from_rate} line(s) (no seq_length to count the global batch with; the rate is rounded to 0.1)"
         ));
     }
     Ok(ShapedFrame {
@@ -243,6 +336,31 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launcher_prefixes() {
+        assert_eq!(
+            strip_launcher_prefix("0: [default0]:  seq_length .. 4"),
+            "seq_length .. 4"
+        );
+        assert_eq!(
+            strip_launcher_prefix("[rank3]: using world size: 4"),
+            "using world size: 4"
+        );
+        assert_eq!(
+            strip_launcher_prefix("12:  [2024-06-05 14:02:11] iteration"),
+            "[2024-06-05 14:02:11] iteration"
+        );
+        // A time of day is not a task number; a tag that is not a rank's stays.
+        assert_eq!(
+            strip_launcher_prefix("14:02:11 iteration"),
+            "14:02:11 iteration"
+        );
+        assert_eq!(strip_launcher_prefix("[defaultx]: a"), "[defaultx]: a");
+        let text =
+            "0: [default0]:using world size: 8, data-parallel size: 2, context-parallel size: 1\n";
+        assert_eq!(parallel_sizes(text), Some((8.0, Some(2.0), 1)));
+    }
 
     #[test]
     fn names_values_and_lines() {
