@@ -1493,3 +1493,59 @@ fn real_trainer_state_run_mean_leaves_out_its_evaluations() {
         );
     }
 }
+
+/// A W&B run folder holding only the files/ an online run writes (no transaction log): one row from its
+/// summary, the run-mean step time over Transformers' train/global_step, the GPUs from its metadata.
+#[test]
+fn wandb_run_folder_of_files_only() {
+    let folder = fixtures().join("wandb/files-only");
+    let args = [
+        "--dtype",
+        "bf16",
+        "--tokens-per-step",
+        "65536",
+        "--flops-per-token",
+        "1e10",
+        "-v",
+    ];
+    let (rows, err) = enrich(&folder, &args);
+    assert_eq!(rows.len(), 1, "{err}");
+    assert!(err.contains("no transaction log, so one row from files/wandb-summary.json: its step time is the run's mean"), "{err}");
+    assert!(err.contains("_runtime / train/global_step"), "{err}");
+    assert!(
+        err.contains("num_devices=8 from files/wandb-metadata.json"),
+        "{err}"
+    );
+    let row = &rows[0];
+    assert_eq!(row["run_id"], "5k2v9q1x");
+    assert_eq!(row["resolved_device"], "H100 SXM5");
+    // make_fixtures.py: 12.5 s of start-up, then 250 steps of 0.5 + (step % 7) x 0.01 s.
+    let runtime = 12.5 + (0..250).map(wandb_step_time).sum::<f64>();
+    let mean = runtime / 250.0;
+    assert!(close(num(row, "run_mean_step_time_s"), mean));
+    assert!(close(
+        num(row, "mfu_wall_clock"),
+        65536.0 * 1e10 / (8.0 * mean) / H100
+    ));
+    // The summary file itself, given as the input, reads the same.
+    let summary = folder.join("wandb/run-20261205_101500-5k2v9q1x/files/wandb-summary.json");
+    let (again, _) = enrich(&summary, &args);
+    assert_eq!(again, rows);
+}
+
+/// A LLaMA-Factory log of its final row only: its running totals count from step 0, so the row is the
+/// whole run's mean, and its tokens per second equal the trainer's own throughput.
+#[test]
+fn llamafactory_log_of_one_final_row() {
+    let file = fixtures().join("shapes/trainer_log_final_row.jsonl");
+    let (rows, err) = enrich(&file, &RUN);
+    assert_eq!(rows.len(), 1);
+    assert!(
+        err.contains("a running total with a single row in 1 run(s)"),
+        "{err}"
+    );
+    let row = &rows[0];
+    // 491,520 tokens and 20 minutes over 120 steps.
+    assert!(close(num(row, "tokens_per_second"), 409.6));
+    assert!(close(num(row, "mfu_wall_clock"), mfu(4096.0, 10.0)));
+}

@@ -919,6 +919,8 @@ pub fn extract_from(
         || rayon::join(|| texts(Field::DeviceName), || texts(Field::Dtype)),
     );
     let mut spans = None;
+    // Running totals of runs with a single row, read as whole-run means: (column, runs).
+    let mut whole_run_means: Vec<(String, usize)> = Vec::new();
     let mut numbers = |field: Field| -> PolarsResult<Numbers> {
         Ok(match mapping.source(field) {
             FieldSource::Column {
@@ -937,9 +939,12 @@ pub fn extract_from(
                     non_numeric.push((name.clone(), bad));
                 }
                 if *cumulative {
-                    let (per_step, span) = per_step_intervals(&values, &steps, &runs);
+                    let (per_step, span, whole) = per_step_intervals(&values, &steps, &runs);
                     if field == Field::StepTime {
                         spans = Some(span);
+                    }
+                    if whole > 0 {
+                        whole_run_means.push((name.clone(), whole));
                     }
                     Numbers::Column(per_step)
                 } else {
@@ -985,6 +990,11 @@ pub fn extract_from(
         }
     }
     let mut column_warnings = Vec::new();
+    for (name, runs) in &whole_run_means {
+        column_warnings.push(format!(
+            "column '{name}' is a running total with a single row in {runs} run(s): that row's value over its step, the mean over the whole run from step 0"
+        ));
+    }
     if let FieldSource::Column {
         name, cumulative, ..
     } = mapping.source(Field::Tokens)
@@ -1251,15 +1261,20 @@ pub fn per_step_differences(
 
 /// [`per_step_differences`], with the number of steps each row's interval covers (1 where there is
 /// none).
+///
+/// A run of a single row has no interval to close, but its totals count from step 0: that row gets
+/// value / step, the whole run's mean (a log that wrote only its final row). The last number is how many
+/// such runs there were.
 pub fn per_step_intervals(
     values: &[Option<f64>],
     steps: &[Option<f64>],
     runs: &[u32],
-) -> (Vec<Option<f64>>, Vec<f64>) {
+) -> (Vec<Option<f64>>, Vec<f64>, usize) {
     let mut out = vec![None; values.len()];
     let mut spans = vec![1.0; values.len()];
-    // Last (value, step) seen per run.
+    // Last (value, step) seen per run, and the rows with a value per run.
     let mut previous: HashMap<u32, (f64, f64)> = HashMap::new();
+    let mut rows_of: HashMap<u32, (usize, usize)> = HashMap::new();
     for (row, value) in values.iter().enumerate() {
         let (Some(v), Some(step)) = (*value, steps[row]) else {
             continue;
@@ -1267,6 +1282,7 @@ pub fn per_step_intervals(
         if !(v.is_finite() && step.is_finite()) {
             continue;
         }
+        rows_of.entry(runs[row]).or_insert((row, 0)).1 += 1;
         match previous.get(&runs[row]) {
             Some(&(pv, ps)) if v >= pv && step > ps => {
                 out[row] = Some((v - pv) / (step - ps));
@@ -1277,7 +1293,18 @@ pub fn per_step_intervals(
         }
         previous.insert(runs[row], (v, step));
     }
-    (out, spans)
+    let mut whole_runs = 0;
+    for (row, count) in rows_of.into_values() {
+        let (Some(v), Some(step)) = (values[row], steps[row]) else {
+            continue;
+        };
+        if count == 1 && step >= 1.0 && v >= 0.0 {
+            out[row] = Some(v / step);
+            spans[row] = step;
+            whole_runs += 1;
+        }
+    }
+    (out, spans, whole_runs)
 }
 
 #[cfg(test)]

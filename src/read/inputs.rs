@@ -126,13 +126,25 @@ pub fn is_dvclive_input(input: &Input) -> bool {
     })
 }
 
-/// Whether this input is a W&B run's transaction log (`run-<id>.wandb`, or any file that starts `:W&B`).
+/// Whether this input is a W&B run's transaction log (`run-<id>.wandb`, or any file that starts `:W&B`),
+/// or the `files/wandb-summary.json` of a run folder without one.
 pub fn is_wandb_input(input: &Input) -> bool {
     input.path.as_deref().is_some_and(|p| {
         p.file_name()
             .is_some_and(|n| super::shapes::wandb::is_run_log(&n.to_string_lossy()))
             || (p.is_file() && starts_with(p, &super::shapes::wandb::HEADER[..4]))
+            || wandb_summary_folder(p).is_some()
     })
+}
+
+/// The run folder of a `<run>/files/wandb-summary.json` path when that folder holds no transaction log.
+pub fn wandb_summary_folder(path: &Path) -> Option<&Path> {
+    let files = path.parent()?;
+    let run = files.parent()?;
+    (path.file_name()? == super::shapes::wandb::SUMMARY_FILE
+        && files.file_name()? == "files"
+        && super::shapes::wandb::summary_only_in(run).is_some())
+    .then_some(run)
 }
 
 /// Whether the file at `path` starts with `magic`.
@@ -346,6 +358,11 @@ fn walk_folder(folder: &Path) -> Result<Vec<(PathBuf, bool)>, InputError> {
         if let Some(log) = super::shapes::wandb::run_log_in(&dir) {
             // A W&B run folder is its log; its files/ and logs/ are the run's artifacts, not logs.
             found.push((log, false));
+            continue;
+        }
+        if let Some(summary) = super::shapes::wandb::summary_only_in(&dir) {
+            // A W&B run folder without its log (files/ as people commit them): its summary.
+            found.push((summary, false));
             continue;
         }
         let entries = std::fs::read_dir(&dir).map_err(|e| InputError::Unlistable {

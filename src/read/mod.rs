@@ -877,6 +877,14 @@ fn read_wandb_run(
         .path
         .clone()
         .ok_or_else(|| shape_error("standard input is not a W&B run".into()))?;
+    let summary_only = if given.is_dir() {
+        shapes::wandb::summary_only_in(&given).map(|_| given.clone())
+    } else {
+        inputs::wandb_summary_folder(&given).map(Path::to_path_buf)
+    };
+    if let Some(folder) = summary_only {
+        return read_wandb_files(input, &folder, budget);
+    }
     let log = if given.is_dir() {
         shapes::wandb::run_log_in(&given)
             .ok_or_else(|| shape_error("the folder holds no run-<id>.wandb log".into()))?
@@ -899,6 +907,38 @@ fn read_wandb_run(
         },
     )
     .map_err(shape_error)?;
+    let mut outcome = ReadOutcome::of_run(
+        shaped.frame,
+        Shape::Wandb,
+        (shaped.notes, warnings),
+        total,
+        held,
+    );
+    outcome.facts = shaped.facts;
+    Ok(outcome)
+}
+
+/// A W&B run folder that holds `files/` but no transaction log: one row from its summary.
+fn read_wandb_files(
+    input: &Input,
+    folder: &Path,
+    budget: Option<&Arc<MemoryBudget>>,
+) -> Result<ReadOutcome, ReadError> {
+    let files = folder.join("files");
+    let summary = files.join(shapes::wandb::SUMMARY_FILE);
+    let (contents, held, total) = load_run_files(std::slice::from_ref(&summary), budget)?;
+    let name = folder
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let beside = shapes::wandb::Beside {
+        metadata: std::fs::read_to_string(files.join("wandb-metadata.json")).ok(),
+        summary: Some(String::from_utf8_lossy(&contents[0]).into_owned()),
+    };
+    let (shaped, warnings) =
+        shapes::wandb::read_summary_only(&shapes::wandb::run_id_of_folder(&name), &beside)
+            .map_err(shape_error_of(input, Shape::Wandb))?;
     let mut outcome = ReadOutcome::of_run(
         shaped.frame,
         Shape::Wandb,

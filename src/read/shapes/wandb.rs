@@ -34,6 +34,38 @@ pub fn is_run_log(name: &str) -> bool {
     name.starts_with("run-") && name.ends_with(".wandb")
 }
 
+/// A run folder's summary, `files/wandb-summary.json`, which stands for a run whose folder holds no
+/// transaction log (the `files/` people commit from online runs).
+pub const SUMMARY_FILE: &str = "wandb-summary.json";
+
+/// The summary file of a run folder that holds no `run-<id>.wandb` log, when it has one.
+pub fn summary_only_in(folder: &std::path::Path) -> Option<std::path::PathBuf> {
+    let summary = folder.join("files").join(SUMMARY_FILE);
+    (summary.is_file() && run_log_in(folder).is_none()).then_some(summary)
+}
+
+/// The run id in a run folder's name (`run-20240101_120000-abc123` → `abc123`), else the name.
+pub fn run_id_of_folder(name: &str) -> String {
+    match name.rsplit_once('-') {
+        Some((_, id)) if !id.is_empty() && name.contains("run-") => id.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// A run folder with no transaction log: one row from `beside.summary` (a run-mean step time), the
+/// machine from `beside.metadata`, as [`read`] gives for a log that holds no history.
+pub fn read_summary_only(
+    run_id: &str,
+    beside: &Beside,
+) -> Result<(ShapedFrame, Vec<String>), String> {
+    let (mut shaped, mut warnings) = read(HEADER, &format!("run-{run_id}.wandb"), beside)?;
+    shaped.notes[0] = format!("no run-{run_id}.wandb log: the run folder's files/ only");
+    warnings.push(format!(
+        "run {run_id}: no transaction log, so one row from files/{SUMMARY_FILE}: its step time is the run's mean, start-up and evaluation included"
+    ));
+    Ok((shaped, warnings))
+}
+
 /// Whether `folder` is a W&B run folder: it holds a `run-<id>.wandb` file (the first in name order).
 pub fn run_log_in(folder: &std::path::Path) -> Option<std::path::PathBuf> {
     let mut logs: Vec<_> = std::fs::read_dir(folder)
@@ -551,7 +583,15 @@ pub fn read(
             Some(Cell::Float(f)) => Some(*f),
             _ => None,
         };
-        match (number("_runtime"), number("_step")) {
+        // Trainers log their own step count (Transformers' train/global_step); wandb's _step counts log
+        // calls unless the run passed step=.
+        let (step_key, step) = ["train/global_step", "global_step", "trainer/global_step"]
+            .into_iter()
+            .find_map(|k| number(k).map(|s| (k, s)))
+            .or_else(|| number("_step").map(|s| ("_step", s)))
+            .unzip();
+        let step_key = step_key.unwrap_or("_step");
+        match (number("_runtime"), step) {
             (Some(runtime), Some(step)) if runtime > 0.0 && step > 0.0 => {
                 let mut summary_keys: Vec<&String> = summary.keys().collect();
                 summary_keys.sort();
@@ -563,7 +603,7 @@ pub fn read(
                 columns.push(vec![Some(Cell::Float(runtime / step))]);
                 rows = 1;
                 notes.push(format!(
-                    "no history: one row from the summary, run_mean_step_time_s = _runtime / _step = {runtime} / {step} (it includes start-up and evaluation)"
+                    "no history: one row from the summary, run_mean_step_time_s = _runtime / {step_key} = {runtime} / {step} (it includes start-up and evaluation)"
                 ));
             }
             _ => {
