@@ -120,6 +120,86 @@ fn has_unknown_keys(bytes: &[u8], df: &DataFrame) -> bool {
     })
 }
 
+/// JSON Lines read line by line with serde_json, for valid input polars' reader refuses: one column per
+/// top-level key in first-seen order; a key whose values are all booleans is Boolean, all integers Int64,
+/// all numbers Float64, else String, where a nested object or array is its JSON text (as a flat line's
+/// nested value is) and a number or boolean among strings its JSON text too. Slower than polars by far,
+/// and only taken when polars gave up.
+pub fn frame_from_values(bytes: &[u8]) -> Result<DataFrame, String> {
+    use serde_json::Value;
+    let mut keys: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut cells: Vec<Vec<Option<Value>>> = Vec::new();
+    let mut rows = 0usize;
+    for raw in bytes.split(|b| *b == b'\n') {
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Value::Object(object) =
+            serde_json::from_slice::<Value>(raw).map_err(|e| e.to_string())?
+        else {
+            return Err("a line is not a JSON object".into());
+        };
+        for (key, value) in object {
+            let at = *index.entry(key.clone()).or_insert_with(|| {
+                keys.push(key);
+                cells.push(Vec::new());
+                cells.len() - 1
+            });
+            cells[at].resize(rows, None);
+            cells[at].push((!value.is_null()).then_some(value));
+        }
+        rows += 1;
+    }
+    let columns: Vec<Column> = keys
+        .iter()
+        .zip(cells.iter_mut())
+        .map(|(key, values)| {
+            values.resize(rows, None);
+            let present = || values.iter().flatten();
+            let name: PlSmallStr = key.as_str().into();
+            if present().all(Value::is_boolean) {
+                Column::new(
+                    name,
+                    values
+                        .iter()
+                        .map(|v| v.as_ref().and_then(Value::as_bool))
+                        .collect::<Vec<_>>(),
+                )
+            } else if present().all(Value::is_i64) {
+                Column::new(
+                    name,
+                    values
+                        .iter()
+                        .map(|v| v.as_ref().and_then(Value::as_i64))
+                        .collect::<Vec<_>>(),
+                )
+            } else if present().all(Value::is_number) {
+                Column::new(
+                    name,
+                    values
+                        .iter()
+                        .map(|v| v.as_ref().and_then(Value::as_f64))
+                        .collect::<Vec<_>>(),
+                )
+            } else {
+                let text = |v: &Value| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Column::new(
+                    name,
+                    values
+                        .iter()
+                        .map(|v| v.as_ref().map(text))
+                        .collect::<Vec<_>>(),
+                )
+            }
+        })
+        .collect();
+    DataFrame::new(rows, columns).map_err(|e| e.to_string())
+}
+
 /// Parses JSON Lines. A field that first appears late, or is an integer early and a float later, is read
 /// correctly (see [`parse`]). With `skip_bad`, malformed lines are dropped and
 /// returned instead of failing the read.
@@ -188,7 +268,15 @@ pub fn read_checked_from(
         }
     }
     if bad.is_empty() {
-        return Err(polars_error);
+        // Every line is a JSON object, so the file is valid, whatever polars' reader made of it (a key
+        // that is an object on one line and a number on the next, a key twice in a nested object).
+        return frame_from_values(&bytes)
+            .map(|frame| JsonlRead {
+                frame,
+                torn: None,
+                rejects: Vec::new(),
+            })
+            .map_err(|e| format!("{polars_error}; read line by line: {e}"));
     }
     // Only a last line that follows good lines is torn; a file that is all bad is just bad.
     let ends_with_newline = bytes.ends_with(b"\n");
@@ -222,6 +310,34 @@ pub fn read_checked_from(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn valid_json_that_polars_refuses_is_read_line_by_line() {
+        // A key that is an object on one line and a number on the next; a key twice in a nested object.
+        let text = "{\"step\": 1, \"cfg\": {\"a\": 1, \"a\": 2}, \"ok\": true, \"x\": 5e-324}\n{\"step\": 2, \"cfg\": 5, \"ok\": null, \"x\": 2}\n";
+        let frame = super::read(text.as_bytes().to_vec()).unwrap();
+        assert_eq!(frame.height(), 2);
+        let step = frame.column("step").unwrap().i64().unwrap().clone();
+        assert_eq!(step.iter().collect::<Vec<_>>(), [Some(1), Some(2)]);
+        let cfg = frame.column("cfg").unwrap().str().unwrap();
+        assert_eq!(
+            cfg.iter().collect::<Vec<_>>(),
+            [Some("{\"a\":2}"), Some("5")]
+        );
+        let ok = frame.column("ok").unwrap().bool().unwrap();
+        assert_eq!(ok.iter().collect::<Vec<_>>(), [Some(true), None]);
+        let x = frame.column("x").unwrap().f64().unwrap();
+        assert_eq!(x.iter().collect::<Vec<_>>(), [Some(5e-324), Some(2.0)]);
+    }
+
+    /// Where polars reads a file, the line-by-line reading gives the same frame.
+    #[test]
+    fn line_by_line_agrees_with_polars() {
+        let text = "{\"step\": 1, \"t\": 1.5, \"name\": \"a\", \"ok\": false}\n{\"step\": 2, \"t\": 2, \"name\": null, \"late\": 3}\n";
+        let polars = super::read(text.as_bytes().to_vec()).unwrap();
+        let ours = super::frame_from_values(text.as_bytes()).unwrap();
+        assert!(polars.equals_missing(&ours), "{polars}\n{ours}");
+    }
+
     use super::*;
 
     #[test]
