@@ -232,3 +232,60 @@ mod tests {
         assert_eq!(parse_cell("12 tokens!"), Err(NotANumber));
     }
 }
+
+/// A timestamp as console logs write it, in seconds since the Unix epoch (a time without a zone is
+/// taken as UTC: only differences between a log's timestamps are used). Takes RFC 3339 / ISO 8601
+/// (`2024-02-02T17:32:13.283Z`, `2025-10-21T16:18:53+08:00`), `2024-02-02 17:32:13[.283]` and
+/// `2024/02/02 17:32:13`, a comma before the fraction (Python logging's `17:32:13,283`), inside square
+/// brackets or not; `None` for anything else.
+pub fn parse_timestamp(text: &str) -> Option<f64> {
+    use chrono::{DateTime, NaiveDateTime};
+    let t = text
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim();
+    if let Ok(at) = DateTime::parse_from_rfc3339(t) {
+        return Some(at.timestamp_micros() as f64 / 1e6);
+    }
+    let t = t.replacen(',', ".", 1);
+    for format in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y/%m/%d %H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f%:z",
+        "%Y-%m-%d %H:%M:%S%.f%z",
+    ] {
+        if let Ok(at) = DateTime::parse_from_str(&t, format) {
+            return Some(at.timestamp_micros() as f64 / 1e6);
+        }
+        if let Ok(at) = NaiveDateTime::parse_from_str(&t, format) {
+            return Some(at.and_utc().timestamp_micros() as f64 / 1e6);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::parse_timestamp;
+
+    #[test]
+    fn timestamps_of_common_log_formats() {
+        let base = parse_timestamp("2024-04-17 09:42:26").unwrap();
+        assert_eq!(base, 1_713_346_946.0);
+        assert_eq!(parse_timestamp("[2024-04-17 09:42:26]"), Some(base));
+        assert_eq!(parse_timestamp("2024-04-17T09:42:26Z"), Some(base));
+        assert_eq!(parse_timestamp("2024-04-17T11:42:26+02:00"), Some(base));
+        assert_eq!(parse_timestamp("2024/04/17 09:42:26"), Some(base));
+        assert_eq!(
+            parse_timestamp("2024-04-17 09:42:26.283"),
+            Some(base + 0.283)
+        );
+        assert_eq!(parse_timestamp("2024-04-17 09:42:26,500"), Some(base + 0.5));
+        assert_eq!(parse_timestamp("2024-04-17T09:42:26.25"), Some(base + 0.25));
+        assert_eq!(parse_timestamp("17:32:13"), None);
+        assert_eq!(parse_timestamp("1.5"), None);
+        assert_eq!(parse_timestamp("2024-13-40 99:00:00"), None);
+    }
+}

@@ -1549,3 +1549,66 @@ fn llamafactory_log_of_one_final_row() {
     assert!(close(num(row, "tokens_per_second"), 409.6));
     assert!(close(num(row, "mfu_wall_clock"), mfu(4096.0, 10.0)));
 }
+
+/// A real OLMo console log (fixtures/olmo/SOURCE.md): multi-line records, the step time from one rank's
+/// batches per second, the tokens from the running total, the device count from the two together.
+#[test]
+fn olmo_console_log() {
+    let file = fixtures().join("olmo/olmo-1b.log");
+    let (rows, err) = enrich(
+        &file,
+        &[
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "7.5e9",
+            "-v",
+        ],
+    );
+    assert!(err.contains("olmo log, 10 rows"), "{err}");
+    assert!(err.contains("num_devices=8 from the log's tokens"), "{err}");
+    assert_eq!(rows[1]["throughput/total_tokens"], "8388608");
+    // The first record has no rate (OLMo times from the second batch) and no interval.
+    assert_eq!(rows[0]["mfu_wall_clock"], "");
+    // Step 2: 4,194,304 tokens (the running total's step), 1 / 0.0867 s.
+    let time = 1.0 / 0.0867;
+    assert!(close(num(&rows[1], "step_time_s"), time));
+    assert!(close(
+        num(&rows[1], "tokens_per_second"),
+        4_194_304.0 / time
+    ));
+    let mfu = 4_194_304.0 * 7.5e9 / (8.0 * time) / H100;
+    assert!(close(num(&rows[1], "mfu_wall_clock"), mfu));
+    // The header's timestamp, in seconds: 09:47:21 - 09:47:10.
+    assert!(close(
+        Some(num(&rows[1], "wall_time").unwrap() - num(&rows[0], "wall_time").unwrap()),
+        11.0
+    ));
+}
+
+/// A --line-regex group that captures a timestamp is read in seconds, so its differences are the step
+/// time.
+#[test]
+fn line_regex_wall_time_from_a_timestamp() {
+    let wd = Workdir::new("shapes_timestamps");
+    let log = wd.create(
+        "train.log",
+        "2025-10-24 09:52:15,120 INFO it=10 tok=65536\n2025-10-24 09:52:17,620 INFO it=11 tok=65536\n2025-10-24T09:52:20.120Z INFO it=12 tok=65536\n",
+    );
+    let (rows, _) = enrich(
+        &log,
+        &[
+            &RUN[..],
+            &[
+                "--line-regex",
+                r"^(?P<wall_time>\S+(?: \S+)?) INFO it=(?P<step>\d+) tok=(?P<tokens>\d+)",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(rows.len(), 3);
+    assert!(close(num(&rows[1], "tokens_per_second"), 65536.0 / 2.5));
+    assert!(close(num(&rows[2], "mfu_wall_clock"), mfu(65536.0, 2.5)));
+}

@@ -30,7 +30,7 @@ pub struct SourceArgs {
 
     /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
     /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt, megatron-log,
-    /// ms-swift, tensorboard-events, mlflow, wandb, torchtitan, dvclive. A file not named like a table (.log, .txt, .out, no extension) is searched through for a preset's
+    /// ms-swift, tensorboard-events, mlflow, wandb, torchtitan, dvclive, olmo. A file not named like a table (.log, .txt, .out, no extension) is searched through for a preset's
     /// lines.
     #[arg(long, value_name = "SHAPE")]
     pub shape: Option<Shape>,

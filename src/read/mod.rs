@@ -444,6 +444,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
             | Shape::Nanogpt
             | Shape::MegatronLog
             | Shape::Torchtitan
+            | Shape::Olmo
     ) {
         shapes::nvidia_smi::facts(&String::from_utf8_lossy(&bytes))
     } else {
@@ -509,6 +510,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
         Shape::Torchtitan => shapes::torchtitan::read(&bytes),
+        Shape::Olmo => shapes::olmo::read(&bytes),
         // Event files are read by their folder, before any of this (see read_event_files).
         Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
         Shape::Mlflow => {

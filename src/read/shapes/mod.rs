@@ -13,6 +13,7 @@ pub mod megatron_log;
 pub mod mlflow;
 pub mod ms_swift;
 pub mod nvidia_smi;
+pub mod olmo;
 pub mod tensorboard;
 pub mod text;
 pub mod tfevents;
@@ -59,10 +60,12 @@ pub enum Shape {
     Torchtitan,
     /// A W&B run folder (`wandb/run-*/`), read from its `run-<id>.wandb` transaction log.
     Wandb,
+    /// OLMo console log (`[step=N/M]` headers, indented `name=value` metric lines).
+    Olmo,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 16] = [
+    pub const ALL: [Shape; 17] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -79,6 +82,7 @@ impl Shape {
         Shape::Wandb,
         Shape::Torchtitan,
         Shape::Dvclive,
+        Shape::Olmo,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +103,7 @@ impl Shape {
             Shape::Wandb => "wandb",
             Shape::Torchtitan => "torchtitan",
             Shape::Dvclive => "dvclive",
+            Shape::Olmo => "olmo",
         }
     }
 
@@ -240,6 +245,16 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     {
         return Some(Shape::Nanogpt);
     }
+    let mut lines = body.lines();
+    while let Some(line) = lines.next() {
+        if olmo::is_header(line)
+            && lines
+                .next()
+                .is_some_and(|next| next.starts_with("    ") && next.contains('='))
+        {
+            return Some(Shape::Olmo);
+        }
+    }
     None
 }
 
@@ -332,7 +347,7 @@ mod tests {
 
     #[test]
     fn detects_shapes_from_content() {
-        let cases: [(&str, Option<Shape>); 11] = [
+        let cases: [(&str, Option<Shape>); 12] = [
             ("step:  1  loss: 12.2  memory:  1.2GiB(3.4%)  tps: 1,234  mfu: 3.21%\n", Some(Shape::Torchtitan)),
             ("{\n  \"log_history\": [{\"step\": 1}]\n}", Some(Shape::HfTrainerState)),
             ("{\"current_steps\": 10, \"elapsed_time\": \"0:00:32\"}\n", Some(Shape::LlamaFactory)),
@@ -342,6 +357,7 @@ mod tests {
             ("step:1/10 train_time:326ms step_avg:325.73ms\n", Some(Shape::ModdedNanogpt)),
             ("iter 10: loss 4.2, time 120.5ms, mfu 30.1%\n", Some(Shape::Nanogpt)),
             ("{\"step\": 1, \"step_time\": 1.0}\n", None),
+            ("[2024-04-17 09:42:26] INFO     [olmo.train:816, rank=0] [step=1/739328]\n    train/CrossEntropyLoss=11.25\n", Some(Shape::Olmo)),
             ("{\"loss\": 1.9, \"global_step/max_steps\": \"1/94\", \"elapsed_time\": \"2s\"}\n", Some(Shape::MsSwift)),
             ("{\"loss\": 1.9, \"iteration\": \"1/94\", \"elapsed_time\": \"2s\", \"train_speed(s/it)\": 2.0}\n", Some(Shape::MsSwift)),
         ];

@@ -1,5 +1,8 @@
 //! Console text logs: each line that matches a regular expression with named groups becomes a row, one
-//! column per group. Presets cover modded-nanogpt and nanoGPT; `--line-regex` takes any other.
+//! column per group. Presets cover modded-nanogpt and nanoGPT; `--line-regex` takes any other. A group
+//! that captures a timestamp (ISO 8601, `2024-02-02 17:32:13[.283]`, see
+//! [`crate::values::parse_timestamp`]) is read in seconds since the epoch, so a `wall_time` group's
+//! differences give the step time.
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -41,6 +44,13 @@ pub fn read(bytes: &[u8], line: &Regex) -> Result<ShapedFrame, String> {
                 None => Value::Null,
                 // Plain numbers become numbers; anything else (units, percentages) stays text and is
                 // read later by the columns stage, which knows what each field means.
+                // A timestamp (`2024-02-02 17:32:13`, ISO 8601) in seconds since the epoch, so that a
+                // wall_time group's differences are step times.
+                Some(s) if crate::values::parse_timestamp(s).is_some() => {
+                    crate::values::parse_timestamp(s)
+                        .and_then(serde_json::Number::from_f64)
+                        .map_or(Value::Null, Value::Number)
+                }
                 Some(s) => match parse_cell(s) {
                     Ok(None) => Value::Null,
                     _ if s.trim().parse::<i64>().is_ok() => {
