@@ -667,6 +667,18 @@ fn nanogpt_log_with_its_own_mfu_corrected() {
     ));
 }
 
+/// nanoGPT prints its tokens per iteration before training: no flag needed for them.
+#[test]
+fn nanogpt_tokens_per_iteration_from_its_header() {
+    let file = fixtures().join("shapes/nanogpt.txt");
+    let (rows, err) = enrich(&file, &[&RUN[..], &["-v"]].concat());
+    assert!(
+        err.contains("tokens=491520 from 'tokens per iteration will be:' at line 1"),
+        "{err}"
+    );
+    assert!(close(num(&rows[1], "tokens_per_second"), 491520.0 / 0.15));
+}
+
 #[test]
 fn a_negative_logged_mfu_is_a_placeholder_not_a_value() {
     // nanoGPT prints "mfu -100.00%" until its running estimate warms up (train.py's running_mfu = -1.0).

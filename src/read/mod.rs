@@ -446,7 +446,12 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
             | Shape::Torchtitan
             | Shape::Olmo
     ) {
-        shapes::nvidia_smi::facts(&String::from_utf8_lossy(&bytes))
+        let text = String::from_utf8_lossy(&bytes);
+        let mut facts = shapes::nvidia_smi::facts(&text);
+        if shape == Shape::Nanogpt {
+            facts.extend(shapes::text::nanogpt_facts(&text));
+        }
+        facts
     } else {
         Vec::new()
     };

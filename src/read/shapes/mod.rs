@@ -260,13 +260,15 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
 
 /// Facts from a run's parameters or config: a key named like a field's flag or alias (`dtype`,
 /// `precision`, `num_devices`, `world_size`, `seq_len`, `flops_per_token`, `tokens_per_step`, `device`)
-/// with a value of the field's kind. `origin` names where a key was read.
+/// with a value of the field's kind, and tokens a step from the batch and sequence length (see
+/// [`batch_tokens`]). `origin` names where a key was read.
 pub fn parameter_facts<'a>(
     params: impl IntoIterator<Item = (&'a str, &'a str)>,
     origin: impl Fn(&str) -> String,
 ) -> Vec<crate::columns::RunFact> {
+    let params: Vec<(&str, &str)> = params.into_iter().collect();
     let mut facts: Vec<crate::columns::RunFact> = Vec::new();
-    for (key, value) in params {
+    for &(key, value) in &params {
         let k = key.trim().to_ascii_lowercase();
         let value = value.trim().trim_matches('"');
         for field in [
@@ -293,7 +295,61 @@ pub fn parameter_facts<'a>(
             }
         }
     }
+    if !facts
+        .iter()
+        .any(|f| f.field == crate::columns::Field::Tokens)
+    {
+        if let Some(fact) = batch_tokens(&params, &origin) {
+            facts.push(fact);
+        }
+    }
     facts
+}
+
+/// Tokens a step from a config's batch and sequence length when it names no token count: the global
+/// batch (`global_batch_size`, DeepSpeed's `train_batch_size`, else `batch_size`, times
+/// `gradient_accumulation_steps` when the config has it, as nanoGPT's does) × the sequence length
+/// (`seq_len`, `seq_length`, `max_seq_len`, `max_seq_length`, `sequence_length`, `block_size`).
+fn batch_tokens(
+    params: &[(&str, &str)],
+    origin: impl Fn(&str) -> String,
+) -> Option<crate::columns::RunFact> {
+    let number = |name: &str| {
+        params.iter().find_map(|(k, v)| {
+            (k.trim().eq_ignore_ascii_case(name))
+                .then(|| v.trim().trim_matches('"').parse::<f64>().ok())
+                .flatten()
+                .filter(|n| n.is_finite() && *n >= 1.0)
+                .map(|n| (k.trim().to_string(), n))
+        })
+    };
+    let (batch_key, batch) = ["global_batch_size", "train_batch_size", "batch_size"]
+        .into_iter()
+        .find_map(number)?;
+    let (seq_key, seq) = [
+        "seq_len",
+        "seq_length",
+        "max_seq_len",
+        "max_seq_length",
+        "sequence_length",
+        "block_size",
+    ]
+    .into_iter()
+    .find_map(number)?;
+    let (accumulation, times) = match number("gradient_accumulation_steps") {
+        Some((key, n)) if batch_key.eq_ignore_ascii_case("batch_size") => {
+            (n, format!(" x '{key}'"))
+        }
+        _ => (1.0, String::new()),
+    };
+    Some(crate::columns::RunFact::number(
+        crate::columns::Field::Tokens,
+        batch * accumulation * seq,
+        format!(
+            "{} (config keys '{batch_key}'{times} x '{seq_key}', taken as the global batch)",
+            origin(&batch_key)
+        ),
+    ))
 }
 
 /// The JSON objects of a JSON Lines log, blank lines skipped; a line that is not a JSON object is an error
@@ -365,6 +421,65 @@ mod tests {
             assert_eq!(detect(text.as_bytes(), "x"), want, "{text}");
         }
         assert_eq!(detect(b"step,step_time\n1,2\n", "x"), None);
+    }
+
+    #[test]
+    fn config_batch_and_sequence_give_tokens_a_step() {
+        let origin = |k: &str| format!("config {k}");
+        let facts = parameter_facts(
+            [
+                ("global_batch_size", "512"),
+                ("seq_length", "4096"),
+                ("lr", "3e-4"),
+            ],
+            origin,
+        );
+        assert_eq!(facts.len(), 2); // the sequence length, and the tokens
+        let tokens = facts
+            .iter()
+            .find(|f| f.field == crate::columns::Field::Tokens)
+            .unwrap();
+        assert_eq!(
+            tokens.value,
+            crate::columns::FactValue::Number(512.0 * 4096.0)
+        );
+        assert!(
+            tokens.origin.contains("'global_batch_size' x 'seq_length'"),
+            "{}",
+            tokens.origin
+        );
+        // nanoGPT's config: batch_size per micro-batch, gradient_accumulation_steps over all ranks.
+        let facts = parameter_facts(
+            [
+                ("batch_size", "12"),
+                ("block_size", "1024"),
+                ("gradient_accumulation_steps", "40"),
+            ],
+            origin,
+        );
+        let tokens = facts
+            .iter()
+            .find(|f| f.field == crate::columns::Field::Tokens)
+            .unwrap();
+        assert_eq!(
+            tokens.value,
+            crate::columns::FactValue::Number(12.0 * 40.0 * 1024.0)
+        );
+        // A token count the config names wins; no sequence length, no tokens.
+        let facts = parameter_facts(
+            [
+                ("tokens_per_step", "1000"),
+                ("batch_size", "8"),
+                ("seq_len", "10"),
+            ],
+            origin,
+        );
+        let tokens = facts
+            .iter()
+            .find(|f| f.field == crate::columns::Field::Tokens)
+            .unwrap();
+        assert_eq!(tokens.value, crate::columns::FactValue::Number(1000.0));
+        assert!(parameter_facts([("batch_size", "8")], origin).is_empty());
     }
 
     #[test]

@@ -17,6 +17,27 @@ pub const MODDED_NANOGPT: &str = r"^step:(?P<step>\d+)/(?P<total_steps>\d+) (?:v
 /// nanoGPT: `iter N: loss L, time Tms, mfu M%` (mfu is nanoGPT's own estimate against 312e12 FLOP/s).
 pub const NANOGPT: &str = r"^iter (?P<step>\d+): loss (?P<loss>[-\d.eE]+|nan), time (?P<step_time_ms>[\d.]+)ms(?:, mfu (?P<mfu>-?[\d.]+%))?";
 
+/// What nanoGPT prints before training that its iteration lines do not say: `tokens per iteration will
+/// be: 491,520` (gradient accumulation x processes x batch size x block size), the tokens of a step.
+pub fn nanogpt_facts(text: &str) -> Vec<crate::columns::RunFact> {
+    const SAYS: &str = "tokens per iteration will be:";
+    text.lines()
+        .enumerate()
+        .find_map(|(index, line)| {
+            let at = line.find(SAYS)?;
+            let n: f64 = line[at + SAYS.len()..].trim().replace(',', "").parse().ok()?;
+            (n.is_finite() && n >= 1.0).then(|| {
+                crate::columns::RunFact::number(
+                    crate::columns::Field::Tokens,
+                    n,
+                    format!("'{SAYS}' at line {}", index + 1),
+                )
+            })
+        })
+        .into_iter()
+        .collect()
+}
+
 /// Compiles a line pattern, checking it has at least one named group.
 pub fn compile(pattern: &str) -> Result<Regex, String> {
     let re = Regex::new(pattern).map_err(|e| e.to_string())?;
