@@ -14,5 +14,6 @@ mod flops;
 mod memory;
 mod peak_table;
 mod pipeline;
+mod remote;
 mod shapes;
 mod types;

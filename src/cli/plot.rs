@@ -95,13 +95,22 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
             args.output.display()
         )
     })?;
-    if !args.force && args.output.exists() {
+    if !args.force && !mfu::store::is_url(&args.output.to_string_lossy()) && args.output.exists() {
         bail!(
             "{}: already exists; add --force to replace it",
             args.output.display()
         );
     }
     let plan = args.source.plan(None)?;
+    // An output URL: drawn here first, then uploaded; an existing object refused before any work.
+    let remote = match args.output.to_str() {
+        Some(url) if mfu::store::is_url(url) => Some(mfu::pipeline::remote_output(
+            url,
+            &plan.storage,
+            args.force,
+        )?),
+        _ => None,
+    };
     let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
     let results = plan.load_all(true, &terminal);
     terminal.finish();
@@ -159,7 +168,13 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
         width: args.width,
         height: args.height,
     };
-    draw(&chart, &args.output, format, args.force)?;
+    match remote {
+        Some((remote, local, _folder)) => {
+            draw(&chart, &local, format, true)?;
+            remote.upload(&local, args.force)?;
+        }
+        None => draw(&chart, &args.output, format, args.force)?,
+    }
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -217,12 +217,19 @@ impl SourceArgs {
             peaks: self.table.peaks.clone(),
             peak_flops: self.table.peak_flops,
             window,
+            storage: Default::default(),
         }
     }
 
     /// The plan for these flags.
     pub fn plan(&self, window: Option<usize>) -> Result<Plan, PipelineError> {
-        Plan::new(&self.options(window))
+        let plan = Plan::new(&self.options(window))?;
+        if self.report.verbose {
+            for line in plan.staged_summary() {
+                eprintln!("mfu: {line}");
+            }
+        }
+        Ok(plan)
     }
 }
 

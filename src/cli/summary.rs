@@ -66,6 +66,20 @@ pub enum SummaryFormat {
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let plan = args.source.plan(None)?;
+    // An output URL: written here first, then uploaded; an existing object refused before any work.
+    let remote = match args.output.as_deref().and_then(|p| p.to_str()) {
+        Some(url) if mfu::store::is_url(url) => Some(mfu::pipeline::remote_output(
+            url,
+            &plan.storage,
+            args.force,
+        )?),
+        _ => None,
+    };
+    let output: Option<PathBuf> = match &remote {
+        Some((_, local, _)) => Some(local.clone()),
+        None => args.output.clone(),
+    };
+    let force = args.force || remote.is_some();
     let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
     let results = plan.load_all(true, &terminal);
     terminal.finish();
@@ -96,17 +110,18 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
 
     let (key_names, runs) = summarize_runs(&loaded, &args.by, args.skip_steps as f64)?;
 
-    let format = args.format.unwrap_or_else(|| {
-        match args.output.as_deref().and_then(OutputFormat::from_path) {
-            Some(OutputFormat::Parquet) => SummaryFormat::Parquet,
-            Some(OutputFormat::Csv) => SummaryFormat::Csv,
-            Some(OutputFormat::Jsonl) => SummaryFormat::Json,
-            None => match super::list_format_or_default(None) {
-                super::ListFormat::Table if args.output.is_none() => SummaryFormat::Table,
-                _ => SummaryFormat::Csv,
+    let format =
+        args.format.unwrap_or_else(
+            || match output.as_deref().and_then(OutputFormat::from_path) {
+                Some(OutputFormat::Parquet) => SummaryFormat::Parquet,
+                Some(OutputFormat::Csv) => SummaryFormat::Csv,
+                Some(OutputFormat::Jsonl) => SummaryFormat::Json,
+                None => match super::list_format_or_default(None) {
+                    super::ListFormat::Table if output.is_none() => SummaryFormat::Table,
+                    _ => SummaryFormat::Csv,
+                },
             },
-        }
-    });
+        );
     let metadata = vec![(
         "mfu.version".to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
@@ -118,8 +133,8 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
             } else {
                 json_text(&key_names, &runs)?
             };
-            match &args.output {
-                Some(path) => write_text(path, &text, args.force)?,
+            match &output {
+                Some(path) => write_text(path, &text, force)?,
                 None => {
                     let mut out = std::io::stdout().lock();
                     out.write_all(text.as_bytes())?;
@@ -134,11 +149,14 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
                 OutputFormat::Parquet
             };
             let mut df = to_frame(&key_names, &runs)?;
-            match &args.output {
-                Some(path) => write_file(path, out_format, &mut df, &metadata, args.force)?,
+            match &output {
+                Some(path) => write_file(path, out_format, &mut df, &metadata, force)?,
                 None => write_stdout(out_format, &mut df, &metadata)?,
             }
         }
+    }
+    if let Some((remote, local, _folder)) = remote {
+        remote.upload(&local, args.force)?;
     }
     Ok(if failed {
         ExitCode::from(1)

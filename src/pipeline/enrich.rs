@@ -49,6 +49,14 @@ pub fn run(
     run: &RunOptions,
     observer: &dyn Observer,
 ) -> Result<Report, PipelineError> {
+    if let Some(url) = run
+        .output
+        .output
+        .as_deref()
+        .filter(|o| crate::store::is_url(o))
+    {
+        return run_to_url(plan, run, observer, url);
+    }
     let destination = Destination::plan(&run.output, &plan.inputs)?;
     let metadata = output_metadata(&plan.options);
     let started = Instant::now();
@@ -76,6 +84,26 @@ pub fn run(
     }
     if let Some(path) = &run.rejects {
         write_rejects(path, &report.rejects)?;
+    }
+    Ok(report)
+}
+
+/// A run whose output is a URL: written to a private temporary file, then uploaded (see
+/// [`crate::store`]); an existing object is refused before any work unless `--force`.
+fn run_to_url(
+    plan: &Plan,
+    run: &RunOptions,
+    observer: &dyn Observer,
+    url: &str,
+) -> Result<Report, PipelineError> {
+    let (remote, local, _folder) = super::remote_output(url, &plan.storage, run.output.force)?;
+    let mut here = run.clone();
+    here.output.output = Some(local.display().to_string());
+    here.output.force = true;
+    let mut report = self::run(plan, &here, observer)?;
+    if report.wrote.is_some() {
+        remote.upload(&local, run.output.force)?;
+        report.wrote = Some(remote.url.clone());
     }
     Ok(report)
 }

@@ -90,6 +90,9 @@ pub struct Options {
     pub peak_flops: Option<f64>,
     /// Rolling means over this many rows of each run.
     pub window: Option<usize>,
+    /// Options for the object stores URL inputs and outputs live in (keys as `object_store` takes
+    /// them; they win over the environment).
+    pub storage: crate::store::StorageOptions,
 }
 
 impl Options {
@@ -180,6 +183,8 @@ pub enum PipelineError {
     Threads(#[from] rayon::ThreadPoolBuildError),
     #[error("combining inputs: {0}")]
     Combine(polars::prelude::PolarsError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl PipelineError {
@@ -272,6 +277,10 @@ pub struct Plan {
     pub options: EnrichOptions,
     jobs: Option<usize>,
     verbose: bool,
+    /// URL inputs copied to local folders, kept (and their folders with them) as long as the plan.
+    staged: Vec<crate::store::Staged>,
+    /// Options for the stores of URL inputs and outputs.
+    pub storage: crate::store::StorageOptions,
 }
 
 /// What reading and enriching one input showed, for its warnings and verbose lines.
@@ -319,16 +328,88 @@ impl Loaded {
     }
 }
 
+/// An output URL opened, with the local file to write first (in a private folder, named as the URL's
+/// object so its extension gives the format) and the folder, removed when dropped. An existing object
+/// is refused here, before any work, unless `force`.
+pub fn remote_output(
+    url: &str,
+    storage: &crate::store::StorageOptions,
+    force: bool,
+) -> Result<(crate::store::Remote, PathBuf, tempfile::TempDir), PipelineError> {
+    let remote = crate::store::open(url, storage)?;
+    if !force && remote.exists()? {
+        return Err(crate::store::StoreError::Exists { url: remote.url }.into());
+    }
+    let folder = tempfile::Builder::new()
+        .prefix("mfu-upload-")
+        .tempdir()
+        .map_err(|error| PipelineError::CreateDir {
+            path: std::env::temp_dir().display().to_string(),
+            error,
+        })?;
+    let name = remote
+        .url
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("output")
+        .to_string();
+    let local = folder.path().join(name);
+    Ok((remote, local, folder))
+}
+
+/// The input arguments with each URL replaced by the local copy of what it names (see
+/// [`crate::store`]), and the copies.
+fn stage_urls(
+    args: &[String],
+    storage: &crate::store::StorageOptions,
+) -> Result<(Vec<String>, Vec<crate::store::Staged>), PipelineError> {
+    let mut local = Vec::with_capacity(args.len());
+    let mut staged = Vec::new();
+    for arg in args {
+        if crate::store::is_url(arg) {
+            let copy = crate::store::open(arg, storage)?.stage()?;
+            local.push(copy.local.display().to_string());
+            staged.push(copy);
+        } else {
+            local.push(arg.clone());
+        }
+    }
+    Ok((local, staged))
+}
+
+/// Names inputs found in staged copies by their URLs: a name that starts with a copy's local path (a
+/// file, a run folder, `store#run`) starts with its URL instead, the rest joined with `/`.
+fn name_staged(inputs: &mut [Input], staged: &[crate::store::Staged]) {
+    for input in inputs {
+        for copy in staged {
+            let local = copy.local.display().to_string();
+            let Some(rest) = input.display.strip_prefix(&local) else {
+                continue;
+            };
+            let rest = rest.replace(std::path::MAIN_SEPARATOR, "/");
+            input.display = if rest.is_empty() || rest.starts_with('/') || rest.starts_with('#') {
+                format!("{}{rest}", copy.url)
+            } else {
+                continue;
+            };
+            break;
+        }
+    }
+}
+
 impl Plan {
     /// Expands the inputs and resolves every option.
     pub fn new(options: &Options) -> Result<Plan, PipelineError> {
-        let mut inputs = expand_inputs(&options.inputs)?;
+        let (args, staged) = stage_urls(&options.inputs, &options.storage)?;
+        let mut inputs = expand_inputs(&args)?;
         if options.shape.is_none() || options.shape == Some(Shape::TensorBoard) {
             inputs = group_tensorboard_tags(inputs);
         }
         if options.shape.is_none() || options.shape == Some(Shape::TensorBoardEvents) {
             inputs = group_event_files(inputs);
         }
+        name_staged(&mut inputs, &staged);
         if inputs.iter().any(|i| i.path.is_none()) && options.input_format.is_none() {
             return Err(PipelineError::StdinNeedsFormat);
         }
@@ -350,7 +431,32 @@ impl Plan {
             options: enrich,
             jobs: options.jobs,
             verbose: options.verbose,
+            staged,
+            storage: options.storage.clone(),
         })
+    }
+
+    /// What staging the URL inputs copied, in words (`-v`): objects, bytes, and objects left out.
+    pub fn staged_summary(&self) -> Vec<String> {
+        self.staged
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: {} object(s), {}, copied to a private folder{}",
+                    s.url,
+                    s.objects,
+                    crate::read::memory::format_size(s.bytes),
+                    if s.left_out > 0 {
+                        format!(
+                            "; {} object(s) no reader takes (checkpoints, images, ...) left out",
+                            s.left_out
+                        )
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect()
     }
 
     /// Reads and enriches one input, its verbose lines sent to `observer`. With `reuse`, a table that
@@ -446,7 +552,7 @@ impl Plan {
         for note in &seen.notes {
             lines.push(format!("{}: {note}", input.display));
         }
-        lines
+        lines.iter().map(|l| self.shown(l)).collect()
     }
 
     /// What the user should know about one input (see [`warnings_for`]).
@@ -456,6 +562,20 @@ impl Plan {
             seen,
             self.options.logged_peak_flops.is_some(),
         )
+        .iter()
+        .map(|w| self.shown(w))
+        .collect()
+    }
+
+    /// `text` with every local copy of a URL input named by its URL (a file a reader opened beside a
+    /// log, in `-v` and warnings).
+    pub fn shown(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for copy in &self.staged {
+            let (local, url) = copy.names();
+            text = text.replace(&local, &url);
+        }
+        text
     }
 
     /// The worker threads (at most `jobs`).

@@ -25,7 +25,11 @@ pub fn nanogpt_facts(text: &str) -> Vec<crate::columns::RunFact> {
         .enumerate()
         .find_map(|(index, line)| {
             let at = line.find(SAYS)?;
-            let n: f64 = line[at + SAYS.len()..].trim().replace(',', "").parse().ok()?;
+            let n: f64 = line[at + SAYS.len()..]
+                .trim()
+                .replace(',', "")
+                .parse()
+                .ok()?;
             (n.is_finite() && n >= 1.0).then(|| {
                 crate::columns::RunFact::number(
                     crate::columns::Field::Tokens,
