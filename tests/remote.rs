@@ -523,3 +523,48 @@ fn wrong_credentials_are_refused_clearly() {
     assert!(err.contains("s3://auth/runs.csv: access denied"), "{err}");
     assert!(!err.contains("nope"), "no secret in messages: {err}");
 }
+
+/// A file on a plain web server: refused over http:// unless allowed, then read as from disk.
+#[test]
+fn http_files_when_plain_http_is_allowed() {
+    let port = free_port();
+    let mut server = Process::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+            "--directory",
+        ])
+        .arg(fixtures())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let wd = Workdir::new("remote_http");
+    let url = format!("http://127.0.0.1:{port}/runs.jsonl");
+    let refused = wd
+        .mfu()
+        .args(["enrich", &url, "-o", "-"])
+        .env_remove("MFU_ALLOW_HTTP")
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8_lossy(&refused).contains("plain HTTP is refused unless allowed"));
+    let remote = enrich_text(wd.mfu().env("MFU_ALLOW_HTTP", "true"), &url, &[]);
+    let local = enrich_text(
+        &mut wd.mfu(),
+        &fixtures().join("runs.jsonl").display().to_string(),
+        &[],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(remote, local);
+}

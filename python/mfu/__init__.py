@@ -137,7 +137,10 @@ def output_schema(schema: pa.Schema, **options: Any) -> pa.Schema:
 def read(paths: Union[PathLike, Iterable[PathLike]], **options: Any) -> pa.Table:
     """Reads files, folders (searched recursively), globs and run folders the way the command line does
     (JSON Lines, CSV, Parquet, trainer logs, TensorBoard event files), enriched into one table; several
-    inputs are stacked by column name with a ``source_file`` column."""
+    inputs are stacked by column name with a ``source_file`` column. A path may be a URL (``s3://``,
+    ``gs://``, ``az://``, ``abfs://``, ``http(s)://``) of an object or a prefix; ``storage_options={...}``
+    configures the store (``aws_endpoint_url``, ``aws_access_key_id``, ``google_service_account``,
+    ``azure_storage_account_name``, ``allow_http``, ...) over the environment, as in polars and pandas."""
     reader, messages = _mfu.read(_paths(paths), options)
     _warn(messages)
     return reader.read_all()

@@ -64,6 +64,8 @@ const OPTION_NAMES: &[&str] = &[
 
 /// A Python exception for a library error: missing files are `FileNotFoundError`, other I/O `OSError`,
 /// everything else (bad input, bad options) `ValueError`, each with the message the command line prints.
+use mfu::store::StoreError;
+
 fn py_error(e: PipelineError) -> PyErr {
     let message = e.to_string();
     match &e {
@@ -76,6 +78,22 @@ fn py_error(e: PipelineError) -> PyErr {
         PipelineError::Read(ReadError::Io { .. }) | PipelineError::Io { .. } => {
             PyOSError::new_err(message)
         }
+        // Object storage: a missing object is a missing file; access, credentials and an unreachable
+        // store are the OS-level errors they are for a file (PermissionError, OSError).
+        PipelineError::Store(StoreError::NotFound { .. } | StoreError::NoSuchBucket { .. }) => {
+            PyFileNotFoundError::new_err(message)
+        }
+        PipelineError::Store(
+            StoreError::AccessDenied { .. } | StoreError::NoCredentials { .. },
+        ) => pyo3::exceptions::PyPermissionError::new_err(message),
+        PipelineError::Store(StoreError::Exists { .. }) => {
+            pyo3::exceptions::PyFileExistsError::new_err(message)
+        }
+        PipelineError::Store(
+            StoreError::Unreachable { .. }
+            | StoreError::Local { .. }
+            | StoreError::Interrupted { .. },
+        ) => PyOSError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }
@@ -181,6 +199,10 @@ fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
                 }
             }
             "model_config" => o.model_config = Some(value.extract::<PathBuf>()?),
+            "storage_options" => {
+                let given: std::collections::BTreeMap<String, String> = value.extract()?;
+                o.storage = mfu::store::StorageOptions(given.into_iter().collect());
+            }
             "metadata" => o.metadata = Some(value.extract::<PathBuf>()?),
             "attention" => {
                 o.attention = choice(
