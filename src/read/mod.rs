@@ -370,43 +370,15 @@ pub struct ReadOutcome {
     pub recorded: Option<String>,
 }
 
-/// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame.
+/// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame: a run folder
+/// by its reader; otherwise the bytes, their shape, the shape's reader, then what the run's own files
+/// say beside it.
 pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, ReadError> {
+    if let Some(outcome) = read_run_folder(input, options) {
+        return outcome;
+    }
+    skip_unknown_text(input, options)?;
     let budget = options.budget.as_ref();
-    if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
-        return read_event_files(input, budget);
-    }
-    if let Some(path) = input.path.as_deref() {
-        if shapes::mlflow::is_sqlite(path) {
-            return read_mlflow_db(input, path, budget);
-        }
-    }
-    if is_mlflow_input(input) || options.shape == Some(Shape::Mlflow) {
-        return read_mlflow_run(input, budget);
-    }
-    if is_wandb_input(input) || options.shape == Some(Shape::Wandb) {
-        return read_wandb_run(input, budget);
-    }
-    if is_dvclive_input(input) || options.shape == Some(Shape::Dvclive) {
-        return read_dvclive_run(input, budget);
-    }
-    if input.optional && options.shape.is_none() && options.line_regex.is_none() {
-        // A folder's .log/.out/.txt file: only a console log a preset reads is kept, judged on its first
-        // MiB so that a large text file that is not a log is not read whole first.
-        if let Some(path) = input.path.as_deref() {
-            let mut head = Vec::with_capacity(1 << 20);
-            let read = File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head));
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if read.is_ok() && shapes::detect(&head, &name).is_none() {
-                return Err(ReadError::UnknownFormat {
-                    input: input.display.clone(),
-                });
-            }
-        }
-    }
     let (bytes, mut held) = load_bytes(input, budget)?;
     let mut total_bytes = bytes.len() as u64;
     if bytes.starts_with(b"version https://git-lfs.github.com/spec/") {
@@ -420,140 +392,24 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let shape = if bytes.starts_with(PARQUET_MAGIC) {
-        Shape::Table
-    } else if let Some(s) = options.shape {
-        s
-    } else if options.line_regex.is_some() {
-        Shape::Text
-    } else {
-        shapes::detect(&bytes, &file_name).unwrap_or(Shape::Table)
-    };
-    if !input.companions.is_empty() && shape != Shape::TensorBoard {
-        return Err(shape_error_of(input, Shape::TensorBoard)(
-            "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
-        ));
-    }
+    let shape = shape_of(input, options, &bytes, &file_name)?;
     reserve_parsing(input, shape, &bytes, budget, &mut held)?;
-    let shape_error = shape_error_of(input, shape);
-    // A console log may hold the job's nvidia-smi table.
-    let console_facts = if matches!(
-        shape,
-        Shape::Text
-            | Shape::ModdedNanogpt
-            | Shape::Nanogpt
-            | Shape::MegatronLog
-            | Shape::Torchtitan
-            | Shape::Olmo
-    ) {
-        let text = String::from_utf8_lossy(&bytes);
-        let mut facts = shapes::nvidia_smi::facts(&text);
-        if shape == Shape::Nanogpt {
-            facts.extend(shapes::text::nanogpt_facts(&text));
-        }
-        facts
-    } else {
-        Vec::new()
-    };
-    let shaped = match shape {
-        Shape::Table => {
-            let recorded = if bytes.starts_with(PARQUET_MAGIC) {
-                parquet::key_value(&bytes, crate::enrich::OPTIONS_KEY)
-            } else {
-                None
-            };
-            let (frame, torn, rejects) =
-                read_table(input, options.format, bytes, options.skip_bad_rows)?;
-            return Ok(ReadOutcome {
-                frame,
-                shape,
-                notes: Vec::new(),
-                warnings: Vec::new(),
-                torn,
-                rejects,
-                bytes: total_bytes,
-                held,
-                facts: Vec::new(),
-                model: None,
-                recorded,
-            });
-        }
-        Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
-        Shape::LlamaFactory => shapes::llamafactory::read(&bytes),
-        Shape::Lightning => shapes::lightning::read(&bytes),
-        Shape::TensorBoard if !input.companions.is_empty() => {
-            let mut frames = vec![
-                shapes::tensorboard::read(bytes, &file_name)
-                    .map_err(shape_error)?
-                    .frame,
-            ];
-            for path in &input.companions {
-                let (bytes, more) = load_bytes(&Input::file(path.clone(), PathBuf::new()), budget)?;
-                total_bytes += bytes.len() as u64;
-                held.absorb(more);
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                frames.push(
-                    shapes::tensorboard::read(bytes, &name)
-                        .map_err(shape_error)?
-                        .frame,
-                );
-            }
-            shapes::tensorboard::combine(frames).map(|frame| shapes::ShapedFrame {
-                frame,
-                notes: vec![format!(
-                    "{} TensorBoard tag exports of one run combined by step",
-                    input.companions.len() + 1
-                )],
-                ..Default::default()
-            })
-        }
-        Shape::TensorBoard => shapes::tensorboard::read(bytes, &file_name),
-        Shape::Megatron => shapes::megatron::read(&bytes),
-        Shape::MegatronLog => shapes::megatron_log::read(&bytes),
-        Shape::MsSwift => shapes::ms_swift::read(&bytes),
-        Shape::Torchtitan => shapes::torchtitan::read(&bytes),
-        Shape::Olmo => shapes::olmo::read(&bytes),
-        // Event files are read by their folder, before any of this (see read_event_files).
-        Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
-        Shape::Mlflow => {
-            Err("MLflow runs are read by run folder (mlruns/<experiment>/<run>/)".into())
-        }
-        Shape::Wandb => Err("W&B runs are read from their run-<id>.wandb log".into()),
-        Shape::Dvclive => Err("DVCLive runs are read by run folder".into()),
-        Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
-            let preset = match shape {
-                Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
-                Shape::Nanogpt => Some(shapes::text::NANOGPT),
-                _ => None,
-            };
-            let line = match (&options.line_regex, preset) {
-                (Some(re), _) => re.clone(),
-                (None, Some(p)) => shapes::text::compile(p).expect("presets compile"),
-                (None, None) => {
-                    return Err(ReadError::NeedsLineRegex {
-                        input: input.display.clone(),
-                        shape,
-                    })
-                }
-            };
-            shapes::text::read(&bytes, &line)
-        }
+    if shape == Shape::Table {
+        return read_table_input(input, options, bytes, held);
     }
-    .map_err(shape_error)?;
+    let console_facts = console_facts(shape, &bytes);
+    let shaped = read_shape(
+        input,
+        options,
+        shape,
+        bytes,
+        &file_name,
+        &mut total_bytes,
+        &mut held,
+    )?;
     let mut facts = shaped.facts;
     let mut notes = shaped.notes;
-    let mut model = None;
-    let folder = input.path.as_deref().and_then(Path::parent);
-    match (shape, folder) {
-        (Shape::HfTrainerState, Some(folder)) => {
-            model = config_beside(folder, &mut facts, &mut notes);
-        }
-        (Shape::MsSwift, Some(folder)) => swift_args_beside(folder, &mut facts),
-        _ => {}
-    }
+    let model = facts_beside(input, shape, &mut facts, &mut notes);
     for fact in console_facts {
         if !facts.iter().any(|f| f.field == fact.field) {
             facts.push(fact); // what the shape found itself comes first
@@ -572,6 +428,245 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         model,
         recorded: None,
     })
+}
+
+/// A run folder's reading by its own reader (TensorBoard, MLflow, W&B, DVCLive), when the input is one.
+fn read_run_folder(input: &Input, options: &ReadOptions) -> Option<Result<ReadOutcome, ReadError>> {
+    let budget = options.budget.as_ref();
+    if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
+        return Some(read_event_files(input, budget));
+    }
+    if let Some(path) = input.path.as_deref() {
+        if shapes::mlflow::is_sqlite(path) {
+            return Some(read_mlflow_db(input, path, budget));
+        }
+    }
+    if is_mlflow_input(input) || options.shape == Some(Shape::Mlflow) {
+        return Some(read_mlflow_run(input, budget));
+    }
+    if is_wandb_input(input) || options.shape == Some(Shape::Wandb) {
+        return Some(read_wandb_run(input, budget));
+    }
+    if is_dvclive_input(input) || options.shape == Some(Shape::Dvclive) {
+        return Some(read_dvclive_run(input, budget));
+    }
+    None
+}
+
+/// A folder's .log/.out/.txt file is only kept when a console-log preset reads it, judged on its first
+/// MiB so that a large text file that is not a log is not read whole first.
+fn skip_unknown_text(input: &Input, options: &ReadOptions) -> Result<(), ReadError> {
+    if !(input.optional && options.shape.is_none() && options.line_regex.is_none()) {
+        return Ok(());
+    }
+    let Some(path) = input.path.as_deref() else {
+        return Ok(());
+    };
+    let mut head = Vec::with_capacity(1 << 20);
+    let read = File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if read.is_ok() && shapes::detect(&head, &name).is_none() {
+        return Err(ReadError::UnknownFormat {
+            input: input.display.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The shape to read `bytes` as: Parquet is a table; else `--shape`, `--line-regex`, or what the
+/// content says. A group of TensorBoard tag exports must be one.
+fn shape_of(
+    input: &Input,
+    options: &ReadOptions,
+    bytes: &[u8],
+    file_name: &str,
+) -> Result<Shape, ReadError> {
+    let shape = if bytes.starts_with(PARQUET_MAGIC) {
+        Shape::Table
+    } else if let Some(s) = options.shape {
+        s
+    } else if options.line_regex.is_some() {
+        Shape::Text
+    } else {
+        shapes::detect(bytes, file_name).unwrap_or(Shape::Table)
+    };
+    if !input.companions.is_empty() && shape != Shape::TensorBoard {
+        return Err(shape_error_of(input, Shape::TensorBoard)(
+            "named like a TensorBoard tag export (run-<run>-tag-<tag>.csv) but its header is not Wall time,Step,Value; give --shape table to read such files one by one".into(),
+        ));
+    }
+    Ok(shape)
+}
+
+/// A plain table (JSON Lines, CSV, TSV, Parquet), with the options a Parquet file mfu enriched records.
+fn read_table_input(
+    input: &Input,
+    options: &ReadOptions,
+    bytes: Vec<u8>,
+    held: Held,
+) -> Result<ReadOutcome, ReadError> {
+    let total_bytes = bytes.len() as u64;
+    let recorded = if bytes.starts_with(PARQUET_MAGIC) {
+        parquet::key_value(&bytes, crate::enrich::OPTIONS_KEY)
+    } else {
+        None
+    };
+    let (frame, torn, rejects) = read_table(input, options.format, bytes, options.skip_bad_rows)?;
+    Ok(ReadOutcome {
+        frame,
+        shape: Shape::Table,
+        notes: Vec::new(),
+        warnings: Vec::new(),
+        torn,
+        rejects,
+        bytes: total_bytes,
+        held,
+        facts: Vec::new(),
+        model: None,
+        recorded,
+    })
+}
+
+/// What a console log says about its run outside its step lines: the job's nvidia-smi table, nanoGPT's
+/// tokens per iteration.
+fn console_facts(shape: Shape, bytes: &[u8]) -> Vec<crate::columns::RunFact> {
+    if !matches!(
+        shape,
+        Shape::Text
+            | Shape::ModdedNanogpt
+            | Shape::Nanogpt
+            | Shape::MegatronLog
+            | Shape::Torchtitan
+            | Shape::Olmo
+    ) {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let mut facts = shapes::nvidia_smi::facts(&text);
+    if shape == Shape::Nanogpt {
+        facts.extend(shapes::text::nanogpt_facts(&text));
+    }
+    facts
+}
+
+/// The rows of a trainer or console log of `shape`.
+fn read_shape(
+    input: &Input,
+    options: &ReadOptions,
+    shape: Shape,
+    bytes: Vec<u8>,
+    file_name: &str,
+    total_bytes: &mut u64,
+    held: &mut Held,
+) -> Result<shapes::ShapedFrame, ReadError> {
+    let shape_error = shape_error_of(input, shape);
+    match shape {
+        Shape::HfTrainerState => shapes::hf::read(&bytes, options.rows),
+        Shape::LlamaFactory => shapes::llamafactory::read(&bytes),
+        Shape::Lightning => shapes::lightning::read(&bytes),
+        Shape::TensorBoard if !input.companions.is_empty() => {
+            return tensorboard_exports(input, options, bytes, file_name, total_bytes, held);
+        }
+        Shape::TensorBoard => shapes::tensorboard::read(bytes, file_name),
+        Shape::Megatron => shapes::megatron::read(&bytes),
+        Shape::MegatronLog => shapes::megatron_log::read(&bytes),
+        Shape::MsSwift => shapes::ms_swift::read(&bytes),
+        Shape::Torchtitan => shapes::torchtitan::read(&bytes),
+        Shape::Olmo => shapes::olmo::read(&bytes),
+        Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
+            let preset = match shape {
+                Shape::ModdedNanogpt => Some(shapes::text::MODDED_NANOGPT),
+                Shape::Nanogpt => Some(shapes::text::NANOGPT),
+                _ => None,
+            };
+            let line = match (&options.line_regex, preset) {
+                (Some(re), _) => re.clone(),
+                (None, Some(p)) => shapes::text::compile(p).expect("presets compile"),
+                (None, None) => {
+                    return Err(ReadError::NeedsLineRegex {
+                        input: input.display.clone(),
+                        shape,
+                    })
+                }
+            };
+            shapes::text::read(&bytes, &line)
+        }
+        // Tables, event files and run folders are read before any of this (see read_input).
+        Shape::Table => Err("a table is read as a table".into()),
+        Shape::TensorBoardEvents => Err("TensorBoard event files are read by run folder".into()),
+        Shape::Mlflow => {
+            Err("MLflow runs are read by run folder (mlruns/<experiment>/<run>/)".into())
+        }
+        Shape::Wandb => Err("W&B runs are read from their run-<id>.wandb log".into()),
+        Shape::Dvclive => Err("DVCLive runs are read by run folder".into()),
+    }
+    .map_err(shape_error)
+}
+
+/// The tag exports of one TensorBoard run (the input and its companions), combined by step.
+fn tensorboard_exports(
+    input: &Input,
+    options: &ReadOptions,
+    bytes: Vec<u8>,
+    file_name: &str,
+    total_bytes: &mut u64,
+    held: &mut Held,
+) -> Result<shapes::ShapedFrame, ReadError> {
+    let shape_error = shape_error_of(input, Shape::TensorBoard);
+    let mut frames = vec![
+        shapes::tensorboard::read(bytes, file_name)
+            .map_err(&shape_error)?
+            .frame,
+    ];
+    for path in &input.companions {
+        let (bytes, more) = load_bytes(
+            &Input::file(path.clone(), PathBuf::new()),
+            options.budget.as_ref(),
+        )?;
+        *total_bytes += bytes.len() as u64;
+        held.absorb(more);
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        frames.push(
+            shapes::tensorboard::read(bytes, &name)
+                .map_err(&shape_error)?
+                .frame,
+        );
+    }
+    shapes::tensorboard::combine(frames)
+        .map(|frame| shapes::ShapedFrame {
+            frame,
+            notes: vec![format!(
+                "{} TensorBoard tag exports of one run combined by step",
+                input.companions.len() + 1
+            )],
+            ..Default::default()
+        })
+        .map_err(shape_error)
+}
+
+/// What a run's files beside its log say: an HF checkpoint's `config.json` (precision, and the model to
+/// count FLOPs per token from, which is returned), ms-swift's `args.json`.
+fn facts_beside(
+    input: &Input,
+    shape: Shape,
+    facts: &mut Vec<crate::columns::RunFact>,
+    notes: &mut Vec<String>,
+) -> Option<crate::flops::ModelConfig> {
+    let folder = input.path.as_deref().and_then(Path::parent)?;
+    match shape {
+        Shape::HfTrainerState => config_beside(folder, facts, notes),
+        Shape::MsSwift => {
+            swift_args_beside(folder, facts);
+            None
+        }
+        _ => None,
+    }
 }
 
 /// The `config.json` of an HF checkpoint folder (beside its `trainer_state.json`): the model's precision
