@@ -53,33 +53,10 @@ pub(super) fn enrich_streaming(
     observer: &dyn Observer,
     why: &StopReason,
 ) -> Result<Option<Outcome>, PipelineError> {
-    let Destination::One {
-        path: Some(path),
-        format,
-    } = destination
-    else {
-        // Standard output cannot be taken back, --out-dir writes one file per input.
-        let _ = why.set(if matches!(destination, Destination::One { .. }) {
-            "-o - reads every input whole".into()
-        } else {
-            "--out-dir reads each input whole".into()
-        });
+    let Some((path, format)) = streamable(pipeline, destination, why) else {
         return Ok(None);
     };
     let inputs = &pipeline.inputs;
-    let plain = matches!(pipeline.read.shape, None | Some(Shape::Table))
-        && pipeline.read.line_regex.is_none();
-    if !plain
-        || inputs
-            .iter()
-            .any(|i| i.path.is_none() || !i.companions.is_empty() || crate::read::is_event_input(i))
-    {
-        let _ = why.set(
-            "--shape, --line-regex, standard input, TensorBoard event files and tag exports are read whole"
-                .into(),
-        );
-        return Ok(None);
-    }
     let started = Instant::now();
     let stacked = inputs.len() > 1;
     let mut sink = Sink::create(path, *format, metadata, args.output.force)?;
@@ -146,53 +123,22 @@ pub(super) fn enrich_streaming(
                 },
                 || -> Result<bool, PipelineError> {
                     for (input, result) in writing {
-                        let result = match result {
-                            // Not a log: counted in the report, nothing written.
-                            Err(e) if e.is_skip(input) => {
-                                reports.push(Err(e));
-                                observer.on(Event::InputDone { rows: 0 });
-                                continue;
-                            }
-                            other => other,
-                        };
-                        let Ok((loaded, lines)) = result else {
-                            let _ = why.set(format!(
-                                "{} failed; the whole-input way reports it",
-                                input.display
-                            ));
-                            return Ok(false);
-                        };
-                        if args.strict && !loaded.enriched.stats.unresolved.is_empty() {
-                            let _ = why.set(format!(
-                                "{}: --strict and an unresolved peak",
-                                input.display
-                            ));
+                        let written = write_loaded(
+                            input,
+                            result,
+                            &mut sink,
+                            Written {
+                                reports: &mut reports,
+                                verbose: &mut verbose,
+                            },
+                            args.strict,
+                            stacked,
+                            why,
+                            observer,
+                        )?;
+                        if !written {
                             return Ok(false);
                         }
-                        let frame = if stacked {
-                            tag_source(loaded.enriched.frame, &input.display)
-                                .map_err(PipelineError::Combine)?
-                        } else {
-                            loaded.enriched.frame
-                        };
-                        if !pushed(sink.push(frame, stacked))? {
-                            let _ = why.set(format!(
-                                "{}: its columns or types differ from the rows written before",
-                                input.display
-                            ));
-                            return Ok(false);
-                        }
-                        // Its rows are written: the memory they held is free again.
-                        drop(loaded.held);
-                        observer.on(Event::InputDone {
-                            rows: loaded.enriched.stats.rows,
-                        });
-                        reports.push(Ok(InputReport {
-                            stats: loaded.enriched.stats,
-                            warnings: loaded.warnings,
-                            rejects: loaded.rejects,
-                        }));
-                        verbose.extend(lines);
                     }
                     Ok(true)
                 },
@@ -225,6 +171,112 @@ pub(super) fn enrich_streaming(
         results: reports,
         wrote: Some(path.display().to_string()),
     }))
+}
+
+/// The one output file the inputs stream into, or `None` with the reason in `why` when they must be
+/// read whole (standard output, `--out-dir`, a shape, `--line-regex`, stdin, TensorBoard inputs).
+fn streamable<'a>(
+    pipeline: &Plan,
+    destination: &'a Destination,
+    why: &StopReason,
+) -> Option<(&'a std::path::Path, &'a crate::write::OutputFormat)> {
+    let Destination::One {
+        path: Some(path),
+        format,
+    } = destination
+    else {
+        // Standard output cannot be taken back, --out-dir writes one file per input.
+        let _ = why.set(if matches!(destination, Destination::One { .. }) {
+            "-o - reads every input whole".into()
+        } else {
+            "--out-dir reads each input whole".into()
+        });
+        return None;
+    };
+    let plain = matches!(pipeline.read.shape, None | Some(Shape::Table))
+        && pipeline.read.line_regex.is_none();
+    if !plain
+        || pipeline
+            .inputs
+            .iter()
+            .any(|i| i.path.is_none() || !i.companions.is_empty() || crate::read::is_event_input(i))
+    {
+        let _ = why.set(
+            "--shape, --line-regex, standard input, TensorBoard event files and tag exports are read whole"
+                .into(),
+        );
+        return None;
+    }
+    Some((path, format))
+}
+
+/// Where the inputs written so far are reported.
+struct Written<'a> {
+    reports: &'a mut Vec<Result<InputReport, PipelineError>>,
+    verbose: &'a mut Vec<String>,
+}
+
+/// Writes one small input that was read whole into the sink and reports it; `false` (the reason in
+/// `why`) when the run must start again the whole-input way: it failed, `--strict` met an unresolved
+/// peak, or its columns do not fit the rows written before.
+#[allow(clippy::too_many_arguments)]
+fn write_loaded(
+    input: &Input,
+    result: LoadResult,
+    sink: &mut Sink,
+    written: Written,
+    strict: bool,
+    stacked: bool,
+    why: &StopReason,
+    observer: &dyn Observer,
+) -> Result<bool, PipelineError> {
+    let result = match result {
+        // Not a log: counted in the report, nothing written.
+        Err(e) if e.is_skip(input) => {
+            written.reports.push(Err(e));
+            observer.on(Event::InputDone { rows: 0 });
+            return Ok(true);
+        }
+        other => other,
+    };
+    let Ok((loaded, lines)) = result else {
+        let _ = why.set(format!(
+            "{} failed; the whole-input way reports it",
+            input.display
+        ));
+        return Ok(false);
+    };
+    if strict && !loaded.enriched.stats.unresolved.is_empty() {
+        let _ = why.set(format!(
+            "{}: --strict and an unresolved peak",
+            input.display
+        ));
+        return Ok(false);
+    }
+    let frame = if stacked {
+        tag_source(loaded.enriched.frame, &input.display).map_err(PipelineError::Combine)?
+    } else {
+        loaded.enriched.frame
+    };
+    if !pushed(sink.push(frame, stacked))? {
+        let _ = why.set(format!(
+            "{}: its columns or types differ from the rows written before",
+            input.display
+        ));
+        return Ok(false);
+    }
+    // Its rows are written: the memory they held is free again.
+    drop(loaded.held);
+    observer.on(Event::InputDone {
+        rows: loaded.enriched.stats.rows,
+    });
+    written.reports.push(Ok(InputReport {
+        stats: loaded.enriched.stats,
+        warnings: loaded.warnings,
+        rejects: loaded.rejects,
+    }));
+    written.verbose.extend(lines);
+    Ok(true)
 }
 
 /// Whether a push or finish went through (`false`: the rows do not fit, stream no further); a failure to
