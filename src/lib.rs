@@ -23,6 +23,7 @@ pub mod peaks;
 pub mod pipeline;
 pub mod plot;
 pub mod read;
+pub mod report;
 pub mod store;
 pub mod summary;
 pub mod values;

@@ -15,5 +15,6 @@ mod memory;
 mod peak_table;
 mod pipeline;
 mod remote;
+mod report;
 mod shapes;
 mod types;

@@ -6,6 +6,7 @@ mod flops;
 mod lookup;
 mod peaks;
 mod plot;
+mod report;
 mod source;
 mod summary;
 
@@ -35,6 +36,7 @@ pub enum Command {
     Flops(flops::FlopsArgs),
     Peaks(peaks::PeaksArgs),
     Plot(Box<plot::PlotArgs>),
+    Report(Box<report::ReportPageArgs>),
     Summary(Box<summary::SummaryArgs>),
     Lookup(lookup::LookupArgs),
 }
@@ -46,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Flops(args) => flops::run(&args),
         Command::Peaks(args) => peaks::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Summary(args) => summary::run(&args),
         Command::Lookup(args) => lookup::run(&args),
     }

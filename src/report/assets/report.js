@@ -1,0 +1,182 @@
+// mfu report: builds the page from the JSON in #data. No request leaves the page (see its CSP).
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("data").textContent);
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function pct(v) { return v === null || v === undefined ? "-" : (v * 100).toFixed(1); }
+  function num(v, digits) {
+    if (v === null || v === undefined) return "-";
+    return Number(v).toLocaleString("en-US", { maximumFractionDigits: digits === undefined ? 0 : digits });
+  }
+  function tflops(v) { return v === null || v === undefined ? "-" : num(v / 1e12, 1); }
+
+  // Header: what was read.
+  var m = data.meta;
+  document.getElementById("meta").textContent =
+    m.runs + " run" + (m.runs === 1 ? "" : "s") + ", " + num(m.rows) + " rows from " + m.inputs.length +
+    " input" + (m.inputs.length === 1 ? "" : "s") + " (" + m.inputs.slice(0, 5).join(", ") +
+    (m.inputs.length > 5 ? ", ..." : "") + "); mfu " + m.version + ", " + m.generated +
+    "; peak table " + m.peak_table_sha256.slice(0, 12);
+
+  // The summary: the columns of `mfu summary`, sortable.
+  var keys = data.summary.keys;
+  var columns = keys.map(function (k, i) {
+    return { title: k, value: function (r) { return r.keys[i]; }, text: function (r) { return r.keys[i] === null ? "-" : r.keys[i]; } };
+  }).concat([
+    { title: "device", value: function (r) { return r.device; }, text: function (r) { return r.device || "-"; } },
+    { title: "dtype", value: function (r) { return r.dtype; }, text: function (r) { return r.dtype || "-"; } },
+    { title: "devices", value: function (r) { return r.num_devices; }, text: function (r) { return num(r.num_devices); }, numeric: true },
+    { title: "steps", value: function (r) { return r.steps; }, text: function (r) { return num(r.steps); }, numeric: true },
+    { title: "tokens/s", value: function (r) { return r.tokens_per_second; }, text: function (r) { return num(r.tokens_per_second); }, numeric: true },
+    { title: "MFU %", value: function (r) { return r.mfu_wall_clock; }, text: function (r) { return pct(r.mfu_wall_clock); }, numeric: true },
+    { title: "MFU fwd+bwd %", value: function (r) { return r.mfu_fwd_bwd; }, text: function (r) { return pct(r.mfu_fwd_bwd); }, numeric: true },
+    { title: "p10 %", value: function (r) { return r.mfu_wall_clock_p10; }, text: function (r) { return pct(r.mfu_wall_clock_p10); }, numeric: true },
+    { title: "p50 %", value: function (r) { return r.mfu_wall_clock_p50; }, text: function (r) { return pct(r.mfu_wall_clock_p50); }, numeric: true },
+    { title: "p90 %", value: function (r) { return r.mfu_wall_clock_p90; }, text: function (r) { return pct(r.mfu_wall_clock_p90); }, numeric: true },
+    { title: "peak TFLOP/s", value: function (r) { return r.peak_flops_per_device; }, text: function (r) { return tflops(r.peak_flops_per_device); }, numeric: true },
+    { title: "flags", value: function (r) { return r.flags.join("; "); }, text: function (r) { return r.flags.join("; "); } }
+  ]);
+  var table = document.getElementById("summary");
+  var rows = data.summary.rows.slice();
+  var sortState = { column: -1, descending: false };
+  function renderSummary() {
+    table.textContent = "";
+    var head = el("thead"), tr = el("tr");
+    columns.forEach(function (c, i) {
+      var th = el("th", { "data-column": String(i), "class": c.numeric ? "numeric" : "" }, c.title);
+      if (sortState.column === i) th.setAttribute("aria-sort", sortState.descending ? "descending" : "ascending");
+      th.addEventListener("click", function () { sortBy(i); });
+      tr.appendChild(th);
+    });
+    head.appendChild(tr);
+    table.appendChild(head);
+    var body = el("tbody");
+    rows.forEach(function (r) {
+      var row = el("tr", { "class": r.flags.length ? "flagged" : "" });
+      columns.forEach(function (c) {
+        var td = el("td", { "class": c.numeric ? "numeric" : "" }, c.text(r));
+        if (c.title === "flags" && r.flags.length) td.className = "flags";
+        row.appendChild(td);
+      });
+      body.appendChild(row);
+    });
+    table.appendChild(body);
+  }
+  function sortBy(i) {
+    sortState.descending = sortState.column === i ? !sortState.descending : false;
+    sortState.column = i;
+    var c = columns[i], sign = sortState.descending ? -1 : 1;
+    rows.sort(function (a, b) {
+      var x = c.value(a), y = c.value(b);
+      if (x === null || x === undefined) return 1; // nulls last either way
+      if (y === null || y === undefined) return -1;
+      if (typeof x === "number" && typeof y === "number") return sign * (x - y);
+      return sign * String(x).localeCompare(String(y));
+    });
+    renderSummary();
+  }
+  renderSummary();
+
+  // The charts: one line per run, on one grid of steps; the cursor and zoom shared.
+  var series = data.series;
+  var palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var drawn = 0;
+  function chart(target, title, label, pick, scale, format) {
+    var node = document.getElementById(target);
+    if (!series.steps.length) { node.textContent = "No rows to draw."; return null; }
+    var opts = {
+      title: title,
+      width: Math.max(480, Math.min(1200, document.body.clientWidth - 40)),
+      height: 280,
+      cursor: { sync: { key: "mfu-report", setSeries: true }, drag: { x: true, y: false } },
+      scales: { x: { time: false } },
+      axes: [{ label: "step" }, { label: label, size: 70 }],
+      series: [{ label: "step", value: function (u, v) { return v === null ? "-" : num(v); } }],
+      legend: { live: true }
+    };
+    var columnsOf = [series.steps];
+    series.runs.forEach(function (run, i) {
+      pick(run).forEach(function (line) {
+        opts.series.push({
+          label: line.label,
+          stroke: palette[i % palette.length],
+          dash: line.dash,
+          width: 1.5,
+          spanGaps: false,
+          points: { show: false },
+          value: function (u, v) { return v === null ? "-" : format(v); }
+        });
+        columnsOf.push(line.values.map(function (v) { return v === null ? null : v * scale; }));
+        drawn += 1;
+      });
+    });
+    return new uPlot(opts, columnsOf, node);
+  }
+  chart("chart-mfu", "MFU by step (wall-clock solid, fwd+bwd dashed)", "MFU %", function (run) {
+    var lines = [{ label: run.name, values: run.mfu }];
+    if (run.mfu_fwd_bwd) lines.push({ label: run.name + " fwd+bwd", values: run.mfu_fwd_bwd, dash: [6, 4] });
+    return lines;
+  }, 100, function (v) { return v.toFixed(1) + " %"; });
+  chart("chart-tps", "Tokens per second, all devices", "tokens/s", function (run) {
+    return [{ label: run.name, values: run.tokens_per_second }];
+  }, 1, function (v) { return num(v); });
+  chart("chart-time", "Step time", "seconds", function (run) {
+    return [{ label: run.name, values: run.step_time_s }];
+  }, 1, function (v) { return num(v, 3) + " s"; });
+  document.getElementById("sampling").textContent =
+    series.runs.length + " run(s) on " + series.steps.length + " step position(s): each point is the run's " +
+    "steps in that bucket (MFU time-weighted, tokens/s as total tokens over total time, step time the mean); " +
+    "the table above uses every row.";
+
+  // Devices: the entry that matched and its peaks, or why none is known.
+  var devices = document.getElementById("devices");
+  data.devices.forEach(function (d) {
+    var box = el("div", { "class": d.resolved ? "device" : "device unknown" });
+    box.appendChild(el("h3", {}, d.name + (d.resolved ? " \u2192 " + d.resolved : " (unknown)")));
+    if (d.dtypes.length) box.appendChild(el("p", {}, "precision in the logs: " + d.dtypes.join(", ")));
+    if (d.resolved) {
+      box.appendChild(el("p", {}, d.vendor + ", " + d.form_factor + "; matched " + d.matched));
+      var peaks = el("table", { "class": "peaks" });
+      var head = el("tr");
+      head.appendChild(el("th", {}, "precision"));
+      head.appendChild(el("th", { "class": "numeric" }, "dense peak, TFLOP/s"));
+      peaks.appendChild(head);
+      d.peaks.forEach(function (p) {
+        var tr = el("tr");
+        tr.appendChild(el("td", {}, p[0]));
+        tr.appendChild(el("td", { "class": "numeric" }, tflops(p[1])));
+        peaks.appendChild(tr);
+      });
+      box.appendChild(peaks);
+      box.appendChild(el("p", {}, "source: " + d.source));
+      var docs = el("ul");
+      d.documents.forEach(function (s) { docs.appendChild(el("li", {}, s.key + ": " + s.what + " (" + s.where + ")")); });
+      box.appendChild(docs);
+      if (d.note) box.appendChild(el("p", { "class": "note" }, d.note));
+    }
+    (d.warnings || []).forEach(function (w) { box.appendChild(el("p", { "class": "warning" }, w)); });
+    devices.appendChild(box);
+  });
+
+  // FLOPs per token: the figure each run used and where it came from.
+  var flops = document.getElementById("flops");
+  var head = el("tr");
+  ["run", "FLOPs per token", "from"].forEach(function (t) { head.appendChild(el("th", {}, t)); });
+  flops.appendChild(head);
+  data.flops.forEach(function (f) {
+    var tr = el("tr");
+    tr.appendChild(el("td", {}, f.run));
+    tr.appendChild(el("td", { "class": "numeric" }, f.flops_per_token.length ? f.flops_per_token.map(function (v) { return v.toExponential(4); }).join("; ") : "-"));
+    tr.appendChild(el("td", {}, f.from.join("; ")));
+    flops.appendChild(tr);
+  });
+
+  document.body.setAttribute("data-series", String(drawn));
+  document.body.setAttribute("data-ready", "true");
+})();
