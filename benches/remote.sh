@@ -22,7 +22,7 @@ mkdir -p "$dir"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 endpoint=http://127.0.0.1:$port
-coproc SERVER { python3 "$here/tests/python/s3_server.py" serve "$port"; }
+coproc SERVER { python3 "$here/tests/python/s3_server.py" serve "$port" 2>/dev/null; }
 read -r ready <&"${SERVER[0]}"
 [[ $ready == ready ]] || { echo "remote.sh: the S3 server did not start" >&2; exit 1; }
 out=$(mktemp -d)
@@ -38,7 +38,8 @@ measure() {
   local samples=() rss=() t
   "$@" >/dev/null 2>&1 || { echo "FAILED: $*" >&2; echo "nan nan"; return; }
   for ((i = 0; i < runs; i++)); do
-    t=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -n 1)
+    /usr/bin/time -o "$out/time" -f "%e %M" "$@" >/dev/null 2>/dev/null
+    t=$(tail -n 1 "$out/time")
     samples+=("${t% *}"); rss+=("${t#* }")
   done
   printf '%s\n' "${samples[@]}" | sort -g | awk '{a[NR]=$1} END {printf "%s ", a[int((NR+1)/2)]}'
