@@ -9,7 +9,8 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::columns::{
-    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldValues, Numbers,
+    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldSource,
+    FieldValues, Numbers,
 };
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
@@ -68,6 +69,7 @@ impl EnrichOptions {
             options.columns.model = Some(crate::columns::ModelFlops {
                 config: config.clone(),
                 attention: crate::flops::Attention::default(),
+                convention: options.columns.convention,
             });
         }
         options
@@ -175,7 +177,19 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();
-    let column_warnings = values.column_warnings.clone();
+    let mut column_warnings = values.column_warnings.clone();
+    let convention = options.columns.convention;
+    if convention != crate::conventions::Convention::Mfu
+        && !matches!(
+            mapping.source(Field::FlopsPerToken),
+            FieldSource::ModelConfig
+        )
+    {
+        column_warnings.push(format!(
+            "--convention {convention} counts FLOPs per token from a model config; this input's come from {}, as given",
+            mapping.source(Field::FlopsPerToken)
+        ));
+    }
     for (old, new) in &renamed {
         df.rename(old, new.as_str().into())?;
     }
@@ -368,6 +382,8 @@ fn options_record(columns: &ColumnOptions) -> serde_json::Value {
     if let Some(unit) = columns.time_unit {
         record["time_unit"] = serde_json::json!(unit.as_str());
     }
+    // Whose count of FLOPs per token a model config was counted with: the MFU columns' numerator.
+    record["convention"] = serde_json::json!(columns.convention.name());
     record
 }
 

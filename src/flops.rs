@@ -235,13 +235,74 @@ const INTERMEDIATE: &[&str] = &["intermediate_size", "n_inner", "ffn_dim", "ffn_
 const VOCAB: &[&str] = &["vocab_size", "padded_vocab_size", "n_vocab"];
 const HEAD_DIM: &[&str] = &["head_dim", "kv_channels"];
 
-/// Counts FLOPs per token for sequence length `seq_len`.
-pub fn flops_per_token(
-    config: &ModelConfig,
-    seq_len: u64,
-    attention: Attention,
-    recompute: Recompute,
-) -> Result<FlopsBreakdown, FlopsError> {
+/// A model's shape as the FLOPs conventions need it: sizes, the weights a token passes through, and
+/// each layer's attention span at a sequence length (see [`model_dims`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelDims {
+    pub model_type: String,
+    pub mlp: MlpKind,
+    pub hidden: f64,
+    pub layers: u64,
+    pub heads: f64,
+    pub kv_heads: f64,
+    /// Query-key and value head sizes (they differ in multi-head latent attention).
+    pub d_qk: f64,
+    pub d_v: f64,
+    pub intermediate: f64,
+    pub vocab: f64,
+    /// Whether the LM head shares the input embedding's weights.
+    pub tied: bool,
+    /// q, k, v and o weights of one layer.
+    pub attn_weights: f64,
+    /// The MLP weights a token passes through, all layers (dense MLPs, k routed experts, shared experts).
+    pub mlp_weights: f64,
+    /// Router weights, all layers.
+    pub router_weights: f64,
+    /// Layers with a mixture of experts.
+    pub moe_layers: u64,
+    /// The sequence length, and each layer's attention span (the window where it is shorter).
+    pub seq_len: f64,
+    pub spans: Vec<f64>,
+    pub window: Option<u64>,
+    /// A learned absolute position embedding's weights (GPT-2's wpe), 0 for rotary and relative ones.
+    pub position_embedding: f64,
+    /// Norm weights (and LayerNorm biases), and the biases of linear layers, all layers.
+    pub norm_weights: f64,
+    pub bias_weights: f64,
+    pub notes: Vec<String>,
+}
+
+/// Families whose linear layers carry biases by default (GPT-2's Conv1D, GPT-NeoX, OPT, ...), whose
+/// norms are LayerNorms with a bias, and whose position embedding is learned.
+const BIASED: &[&str] = &[
+    "gpt2",
+    "gpt_neox",
+    "gptj",
+    "opt",
+    "phi",
+    "gpt_bigcode",
+    "bloom",
+    "starcoder2",
+    "bert",
+    "roberta",
+];
+const LEARNED_POSITIONS: &[&str] = &["gpt2", "opt", "gpt_bigcode", "bert", "roberta"];
+/// Families whose configs tie the LM head to the input embedding unless they say otherwise.
+const TIED_BY_DEFAULT: &[&str] = &[
+    "gpt2",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "bert",
+    "roberta",
+    "t5",
+    "opt",
+    "gpt_bigcode",
+    "phi",
+];
+
+/// The shape of `config` at sequence length `seq_len`.
+pub fn model_dims(config: &ModelConfig, seq_len: u64) -> Result<ModelDims, FlopsError> {
     if seq_len == 0 {
         return Err(FlopsError::SeqLen);
     }
@@ -343,28 +404,27 @@ pub fn flops_per_token(
         }
     };
 
-    let mut n_matmul = vocab * h;
-    let mut attention_flops = 0.0;
+    let mut mlp_weights = 0.0;
+    let mut router_weights = 0.0;
+    let mut moe_layers = 0;
+    let mut spans = Vec::with_capacity(layers as usize);
     let mut sliding_layers = 0;
-    let attn_factor = match attention {
-        Attention::Full => 1.0,
-        Attention::Causal => 0.5,
-    };
     for i in 0..layers {
-        let layer_mlp = if is_moe_layer(i) {
-            moe_mlp.expect("is_moe_layer checks")
-        } else {
-            dense_mlp
-        };
-        n_matmul += attn_params + layer_mlp;
-        let span = match window {
+        match moe_mlp {
+            Some((experts, router)) if is_moe_layer(i) => {
+                mlp_weights += experts;
+                router_weights += router;
+                moe_layers += 1;
+            }
+            _ => mlp_weights += dense_mlp,
+        }
+        spans.push(match window {
             Some(w) if is_sliding(i) && w < seq_len => {
                 sliding_layers += 1;
                 w
             }
             _ => seq_len,
-        } as f64;
-        attention_flops += 6.0 * (d_qk + d_v) * heads * span * attn_factor;
+        } as f64);
     }
     if sliding_layers > 0 {
         notes.push(format!(
@@ -372,20 +432,99 @@ pub fn flops_per_token(
             window.unwrap_or(0)
         ));
     }
+    // Weights that are not matmuls: norms, and the biases some families' linear layers carry.
+    let biased = BIASED.contains(&model_type.as_str());
+    let flag = |key: &str| config.root.get(key).and_then(Value::as_bool);
+    let norm_each = if biased { 2.0 * h } else { h };
+    let norm_weights = norm_each * (2 * layers + 1) as f64;
+    let q_width = heads * d_qk;
+    let attention_biases = match (
+        flag("attention_bias").or(flag("bias")).or(flag("use_bias")),
+        model_type.as_str(),
+    ) {
+        (Some(true), _) => q_width + 2.0 * kv_heads * d_qk + h,
+        (Some(false), _) => 0.0,
+        (None, "qwen2" | "qwen2_moe") => q_width + 2.0 * kv_heads * d_qk,
+        (None, _) if biased => q_width + 2.0 * kv_heads * d_qk + h,
+        (None, _) => 0.0,
+    };
+    let mlp_biases = match flag("mlp_bias").or(flag("bias")).or(flag("use_bias")) {
+        Some(true) => (mlp_factor - 1.0) * intermediate + h,
+        Some(false) => 0.0,
+        None if biased => (mlp_factor - 1.0) * intermediate + h,
+        None => 0.0,
+    };
+    let bias_weights = (attention_biases + mlp_biases) * layers as f64;
+    let position_embedding = if LEARNED_POSITIONS.contains(&model_type.as_str()) {
+        config
+            .int(&["n_positions", "max_position_embeddings"])?
+            .unwrap_or(0) as f64
+            * h
+    } else {
+        0.0
+    };
+    let tied = flag("tie_word_embeddings")
+        .unwrap_or_else(|| TIED_BY_DEFAULT.contains(&model_type.as_str()));
+    Ok(ModelDims {
+        model_type,
+        mlp,
+        hidden: h,
+        layers,
+        heads,
+        kv_heads,
+        d_qk,
+        d_v,
+        intermediate,
+        vocab,
+        tied,
+        attn_weights: attn_params,
+        mlp_weights,
+        router_weights,
+        moe_layers,
+        seq_len: seq_len as f64,
+        spans,
+        window,
+        position_embedding,
+        norm_weights,
+        bias_weights,
+        notes,
+    })
+}
+
+/// Counts FLOPs per token for sequence length `seq_len`.
+pub fn flops_per_token(
+    config: &ModelConfig,
+    seq_len: u64,
+    attention: Attention,
+    recompute: Recompute,
+) -> Result<FlopsBreakdown, FlopsError> {
+    let d = model_dims(config, seq_len)?;
+    let attn_factor = match attention {
+        Attention::Full => 1.0,
+        Attention::Causal => 0.5,
+    };
+    let n_matmul =
+        d.vocab * d.hidden + d.layers as f64 * d.attn_weights + d.mlp_weights + d.router_weights;
+    let attention_flops: f64 = d
+        .spans
+        .iter()
+        .map(|span| 6.0 * (d.d_qk + d.d_v) * d.heads * span * attn_factor)
+        .sum();
     let flops = 6.0 * n_matmul + attention_flops;
     let hardware = match recompute {
         Recompute::None => flops,
         Recompute::Full => flops * 4.0 / 3.0,
     };
+    let sliding_layers = d.spans.iter().filter(|s| **s < d.seq_len).count();
     Ok(FlopsBreakdown {
-        model_type,
-        mlp,
+        model_type: d.model_type,
+        mlp: d.mlp,
         n_matmul,
         attention_flops_per_token: attention_flops,
         flops_per_token: flops,
         hardware_flops_per_token: hardware,
         sliding_layers,
-        notes,
+        notes: d.notes,
     })
 }
 
@@ -432,14 +571,14 @@ fn attention_projections(
     })
 }
 
-/// The MLP weights a token passes through in a mixture-of-experts layer (k routed experts, the router
-/// and any shared experts), or `None` for a dense model.
+/// The MLP weights a token passes through in a mixture-of-experts layer (k routed experts and any shared
+/// experts) and the router's, or `None` for a dense model.
 fn routed_mlp(
     config: &ModelConfig,
     h: f64,
     intermediate: f64,
     notes: &mut Vec<String>,
-) -> Result<Option<f64>, FlopsError> {
+) -> Result<Option<(f64, f64)>, FlopsError> {
     let experts = config
         .int(&["num_local_experts", "num_experts", "n_routed_experts"])?
         .filter(|v| *v > 0);
@@ -472,7 +611,7 @@ fn routed_mlp(
                     String::new()
                 }
             ));
-            Some(k * 3.0 * h * expert_i + h * e as f64 + 3.0 * h * shared_i)
+            Some((k * 3.0 * h * expert_i + 3.0 * h * shared_i, h * e as f64))
         }
         None => None,
     })

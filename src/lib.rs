@@ -17,6 +17,7 @@
 pub mod arrow_bridge;
 pub mod columns;
 pub mod compute;
+pub mod conventions;
 pub mod enrich;
 pub mod flops;
 pub mod peaks;

@@ -294,3 +294,302 @@ fn enrich_fills_flops_per_token_from_the_config() {
         .code(1)
         .stderr(predicate::str::contains("--seq-len"));
 }
+
+// ---- Every convention against its source, computed independently -------------------------------------
+
+use mfu::conventions::{count as convention_count, Convention, ConventionOptions};
+
+fn convention(name: &str, c: Convention, seq: u64) -> f64 {
+    convention_count(c, &config(&format!("{name}.json")), seq, &ConventionOptions::default())
+        .unwrap()
+        .total()
+}
+
+fn relative(a: f64, b: f64) -> f64 {
+    ((a - b) / b).abs()
+}
+
+/// A config.json's field, as Megatron's arguments would carry it.
+fn field(name: &str, keys: &[&str]) -> Option<f64> {
+    let text = std::fs::read_to_string(fixtures().join(format!("configs/{name}.json"))).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    keys.iter()
+        .find_map(|k| v.get(*k).and_then(serde_json::Value::as_f64))
+}
+
+/// Megatron-LM's arguments for a Hugging Face config (the conversion a Megatron user would make).
+struct MegatronArgs {
+    hidden: f64,
+    layers: f64,
+    heads: f64,
+    groups: f64,
+    kv_channels: f64,
+    ffn: f64,
+    swiglu: bool,
+    padded_vocab: f64,
+    experts: Option<f64>,
+    topk: f64,
+    moe_ffn: f64,
+    shared: f64,
+}
+
+fn megatron_args(name: &str) -> MegatronArgs {
+    let hidden = field(name, &["hidden_size"]).unwrap();
+    let heads = field(name, &["num_attention_heads"]).unwrap();
+    let vocab = field(name, &["vocab_size"]).unwrap();
+    let ffn = field(name, &["intermediate_size"]).unwrap();
+    MegatronArgs {
+        hidden,
+        layers: field(name, &["num_hidden_layers"]).unwrap(),
+        heads,
+        groups: field(name, &["num_key_value_heads"]).unwrap_or(heads),
+        kv_channels: field(name, &["head_dim"]).unwrap_or(hidden / heads),
+        ffn,
+        swiglu: true,
+        padded_vocab: (vocab / 128.0).ceil() * 128.0,
+        experts: field(name, &["num_local_experts", "num_experts"]),
+        topk: field(name, &["num_experts_per_tok"]).unwrap_or(1.0),
+        moe_ffn: field(name, &["moe_intermediate_size"]).unwrap_or(ffn),
+        shared: field(name, &["shared_expert_intermediate_size"]).unwrap_or(0.0),
+    }
+}
+
+/// Megatron-LM `megatron/training/training.py` `num_floating_point_operations` at 8873b55d6a (2025-03-06),
+/// ported line for line (every layer a MoE layer when the model has experts, `--moe-layer-freq 1`);
+/// `halve_attention: false` is the formula before it (e116d81ed7, 2024-03-25, to 8873b55d6a), whose
+/// attention term reads `seq_length / hidden_size`.
+fn megatron_flops(a: &MegatronArgs, batch: f64, seq: f64, halve_attention: bool) -> f64 {
+    let query_projection_size = a.kv_channels * a.heads;
+    let query_projection_to_hidden_size_ratio = query_projection_size / a.hidden;
+    let (num_moe_layers, num_dense_layers, num_experts_routed_to) = match a.experts {
+        Some(_) => (a.layers, 0.0, a.topk),
+        None => (0.0, a.layers, 0.0),
+    };
+    let gated_linear_multiplier = if a.swiglu { 3.0 / 2.0 } else { 1.0 };
+    let expansion_factor = 3.0 * 2.0 * 2.0;
+    let attention_seq = if halve_attention {
+        seq / a.hidden / 2.0
+    } else {
+        seq / a.hidden
+    };
+    expansion_factor
+        * batch
+        * seq
+        * a.layers
+        * a.hidden
+        * a.hidden
+        * ((1.0 + (a.groups / a.heads) + attention_seq) * query_projection_to_hidden_size_ratio
+            + ((a.ffn * num_dense_layers)
+                + ((a.moe_ffn * num_experts_routed_to + a.shared) * num_moe_layers))
+                * gated_linear_multiplier
+                / (a.layers * a.hidden)
+            + (a.padded_vocab / (2.0 * a.layers * a.hidden)))
+}
+
+/// The formula from 2748e7c7d4 (2023-11-26, `--log-throughput`) to e116d81ed7.
+fn megatron_2023_flops(a: &MegatronArgs, batch: f64, seq: f64) -> f64 {
+    60.0 * batch
+        * seq
+        * a.layers
+        * a.hidden
+        * a.hidden
+        * (1.0
+            + (a.groups / (5.0 * a.heads))
+            + (seq / (5.0 * a.hidden))
+            + (a.padded_vocab / (10.0 * a.layers * a.hidden)))
+}
+
+#[test]
+fn megatron_conventions_equal_its_own_function() {
+    for name in [
+        "llama-2-7b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "qwen1.5-moe-a2.7b",
+    ] {
+        let a = megatron_args(name);
+        for seq in [2048u64, 4096] {
+            let (b, s) = (8.0, seq as f64);
+            let now = megatron_flops(&a, b, s, true) / (b * s);
+            let before = megatron_flops(&a, b, s, false) / (b * s);
+            let old = megatron_2023_flops(&a, b, s) / (b * s);
+            assert!(
+                relative(convention(name, Convention::Megatron, seq), now) < 1e-12,
+                "{name} {seq}"
+            );
+            assert!(
+                relative(convention(name, Convention::Megatron2024, seq), before) < 1e-12,
+                "{name} {seq}"
+            );
+            assert!(
+                relative(convention(name, Convention::Megatron2023, seq), old) < 1e-12,
+                "{name} {seq}"
+            );
+        }
+    }
+}
+
+/// karpathy/nanoGPT `model.py` at 3adf61e: `estimate_mfu`'s flops_per_token, with `get_num_params()`
+/// for GPT-2 small: 124,439,808 parameters less the position embedding's 1024 x 768.
+#[test]
+fn nanogpt_convention_equals_estimate_mfu() {
+    let n = 124_439_808.0 - 1024.0 * 768.0;
+    let (l, h, q, t) = (12.0, 12.0, 768.0 / 12.0, 1024.0);
+    let flops_per_token = 6.0 * n + 12.0 * l * h * q * t;
+    assert!(
+        relative(
+            convention("gpt2", Convention::Nanogpt, 1024),
+            flops_per_token
+        ) < 1e-12
+    );
+    // llm-foundry counts every parameter (the tied embedding once), PaLM's rule too (with the head size).
+    let foundry = 6.0 * 124_439_808.0 + 12.0 * 12.0 * 768.0 * 1024.0;
+    assert!(relative(convention("gpt2", Convention::LlmFoundry, 1024), foundry) < 1e-12);
+}
+
+/// Parameter counts as the checkpoints have them: Llama-2-7B 6,738,415,616 (embedding and head 32000 x
+/// 4096 each, untied; 65 RMSNorms of 4096); GPT-2 small 124,439,808 (tied).
+#[test]
+fn parameter_count_conventions() {
+    let llama = 6_738_415_616.0;
+    let embedding = 32_000.0 * 4096.0;
+    let norms = 65.0 * 4096.0;
+    let seq = 4096.0;
+    // torchtitan: every parameter but the (untied) embedding, + 6 L H (d_qk + d_v) S.
+    let torchtitan = 6.0 * (llama - embedding) + 6.0 * 32.0 * 32.0 * 256.0 * seq;
+    assert!(
+        relative(
+            convention("llama-2-7b", Convention::Torchtitan, 4096),
+            torchtitan
+        ) < 1e-12
+    );
+    // HF floating_point_ops: num_parameters(exclude_embeddings=True), no attention.
+    let hf = 6.0 * (llama - embedding);
+    assert!(relative(convention("llama-2-7b", Convention::Hf, 4096), hf) < 1e-12);
+    let gpt2_hf = 6.0 * (124_439_808.0 - 50_257.0 * 768.0 - 1024.0 * 768.0);
+    assert!(relative(convention("gpt2", Convention::Hf, 1024), gpt2_hf) < 1e-12);
+    // Kaplan: the layers' weights only.
+    let kaplan = 6.0 * (llama - 2.0 * embedding - norms);
+    assert!(relative(convention("llama-2-7b", Convention::Kaplan, 4096), kaplan) < 1e-12);
+    // PaLM: every parameter, + 12 L H Q T.
+    let palm = 6.0 * llama + 12.0 * 32.0 * 32.0 * 128.0 * seq;
+    assert!(relative(convention("llama-2-7b", Convention::Palm, 4096), palm) < 1e-12);
+}
+
+/// Chinchilla, Appendix F, written out for one sequence and divided by its length.
+#[test]
+fn chinchilla_appendix_f() {
+    let (seq, vocab, d, heads, key, ffw, layers) =
+        (4096.0, 32_000.0, 4096.0, 32.0, 128.0, 11_008.0, 32.0);
+    let embeddings = 2.0 * seq * vocab * d;
+    let attention = 2.0 * 3.0 * seq * d * (key * heads)
+        + 2.0 * seq * seq * (key * heads)
+        + 3.0 * heads * seq * seq
+        + 2.0 * seq * seq * (key * heads)
+        + 2.0 * seq * (key * heads) * d;
+    let dense = 2.0 * seq * (d * ffw + d * ffw);
+    let logits = 2.0 * seq * d * vocab;
+    let forward = embeddings + layers * (attention + dense) + logits;
+    let per_token = 3.0 * forward / seq;
+    assert!(
+        relative(
+            convention("llama-2-7b", Convention::Chinchilla, 4096),
+            per_token
+        ) < 1e-12
+    );
+}
+
+/// MaxText's `calculate_tflops_training_per_device` (default decoder block) and Levanter's
+/// `lm_flops_per_token` x 3, ported, on a GQA model (Mistral 7B, which MaxText's default block reads
+/// without its window).
+#[test]
+fn maxtext_and_levanter_ported() {
+    let (b, s, emb, heads, kv, hd, mlp, vocab, layers) = (
+        1.0, 2048.0, 4096.0, 32.0, 8.0, 128.0, 14_336.0, 32_000.0, 32.0,
+    );
+    let ffn = 2.0 * b * s * mlp * emb * 2.0 + 2.0 * b * s * mlp * emb; // two activations (silu, linear)
+    let qkv = 2.0 * b * s * emb * (heads + 2.0 * kv) * hd;
+    let causal = 4.0 * b * s * s * heads * hd / 2.0;
+    let projection = 2.0 * b * s * emb * heads * hd;
+    let embedding = 2.0 * b * s * emb * vocab;
+    let learnable = (ffn * layers + (qkv + projection) * layers + embedding) * 3.0;
+    let attention = causal * layers * 3.0;
+    let maxtext = (learnable + attention) / (b * s);
+    // Mistral's window (4096) is longer than 2048 here, so every layer attends over the whole sequence.
+    assert!(relative(convention("mistral-7b", Convention::Maxtext, 2048), maxtext) < 1e-12);
+
+    let (hidden, inter) = (4096.0, 14_336.0);
+    let head_dim = hidden / heads;
+    let mlp = 2.0 * 3.0 * hidden * inter;
+    let qkv_proj = 2.0 * hidden * (heads * head_dim + 2.0 * kv * head_dim);
+    let dense_proj = 2.0 * hidden * hidden;
+    let seq_flops =
+        2.0 * s * s * heads * head_dim + 3.0 * s * s * heads + 2.0 * s * s * head_dim * heads;
+    let attn = seq_flops / s;
+    let lm_head = 2.0 * hidden * vocab;
+    let levanter = 3.0 * (layers * (mlp + qkv_proj + dense_proj + attn) + lm_head);
+    assert!(
+        relative(
+            convention("mistral-7b", Convention::Levanter, 2048),
+            levanter
+        ) < 1e-12
+    );
+}
+
+/// mfu's own convention is `mfu flops`' count, and the window-aware conventions honour Mistral's window.
+#[test]
+fn mfu_convention_is_mfu_flops_and_windows_count() {
+    for (name, seq) in [
+        ("llama-2-7b", 4096u64),
+        ("mistral-7b", 8192),
+        ("gemma-2-9b", 8192),
+        ("mixtral-8x7b", 4096),
+    ] {
+        let own = count(&format!("{name}.json"), seq).flops_per_token;
+        assert!(
+            relative(convention(name, Convention::Mfu, seq), own) < 1e-12,
+            "{name}"
+        );
+    }
+    // Mistral at 8192 with a 4096 window: nanochat counts the window, nanoGPT the whole sequence.
+    let nanochat = convention("mistral-7b", Convention::Nanochat, 8192);
+    let nanogpt_attention_only = convention("mistral-7b", Convention::LightningEager, 8192);
+    assert!(nanochat < nanogpt_attention_only);
+}
+
+#[test]
+fn flops_compare_lists_every_convention() {
+    let out = assert_cmd::Command::cargo_bin("mfu")
+        .unwrap()
+        .args([
+            "flops",
+            "--seq-len",
+            "4096",
+            "--compare",
+            "--json",
+            "--config",
+        ])
+        .arg(fixtures().join("configs/llama-2-7b.json"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out).unwrap();
+    assert_eq!(rows.len(), Convention::ALL.len());
+    let megatron = rows.iter().find(|r| r["convention"] == "megatron").unwrap();
+    // Megatron halves the causal attention: the gap is exactly half of mfu's attention term.
+    let own = count("llama-2-7b.json", 4096);
+    assert!(
+        relative(
+            -megatron["gap"]["attention"].as_f64().unwrap(),
+            own.attention_flops_per_token / 2.0
+        ) < 1e-12
+    );
+    assert!(
+        relative(
+            megatron["ratio"].as_f64().unwrap(),
+            megatron["flops_per_token"].as_f64().unwrap() / own.flops_per_token
+        ) < 1e-12
+    );
+}

@@ -41,7 +41,12 @@ def step_metrics(
     fwd_bwd_time: Optional[float] = None,
 ) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]: ...
 def flops_per_token(
-    config_json: str, seq_len: int, attention: str = "full", recompute: str = "none", origin: str = "model_config"
+    config_json: str,
+    seq_len: int,
+    attention: str = "full",
+    recompute: str = "none",
+    origin: str = "model_config",
+    convention: str = "mfu",
 ) -> Tuple[float, float, str]: ...
 def precision(spelling: str) -> Optional[str]: ...
 

@@ -74,11 +74,20 @@ def _config_json(config: Any) -> str:
 
 
 def flops_per_token(
-    model_config: Any, seq_len: int, *, attention: str = "full", recompute: str = "none"
+    model_config: Any,
+    seq_len: int,
+    *,
+    attention: str = "full",
+    recompute: str = "none",
+    convention: str = "mfu",
 ) -> float:
     """Model FLOPs per token (forward and backward) by ``mfu flops``' convention, from a Transformers config
-    object (``model.config``), a dict or a path to ``config.json``, at sequence length ``seq_len``."""
-    return _mfu.flops_per_token(_config_json(model_config), int(seq_len), attention, recompute)[0]
+    object (``model.config``), a dict or a path to ``config.json``, at sequence length ``seq_len``. With
+    ``convention`` ("torchtitan", "megatron", "nanogpt", "hf", ...; ``mfu flops --compare`` lists them),
+    the way that framework counts, to compare with the MFU it logs."""
+    return _mfu.flops_per_token(
+        _config_json(model_config), int(seq_len), attention, recompute, "model_config", convention
+    )[0]
 
 
 # ---- device detection -------------------------------------------------------------------------------
@@ -262,6 +271,7 @@ class Meter:
         model_config: Any = None,
         seq_len: Optional[int] = None,
         attention: str = "full",
+        convention: str = "mfu",
         peaks: Optional[Sequence[Union[str, "os.PathLike[str]"]]] = None,
         peak_flops: Optional[float] = None,
         model_dtype: Optional[str] = None,
@@ -277,6 +287,7 @@ class Meter:
         self._flops_per_token = _positive("flops_per_token", flops_per_token)
         self._config = None if model_config is None else _config_json(model_config)
         self._attention = attention
+        self._convention = convention
         self._seq_len = None if seq_len is None else int(seq_len)
         self._fpt_cache: Dict[int, float] = {}
         if self._config is not None and self._flops_per_token is None and self._seq_len is not None:
@@ -310,7 +321,9 @@ class Meter:
             raise ValueError("no model_config to count FLOPs per token from: give flops_per_token")
         fpt = self._fpt_cache.get(seq_len)
         if fpt is None:
-            fpt = _mfu.flops_per_token(self._config, int(seq_len), self._attention, "none")[0]
+            fpt = _mfu.flops_per_token(
+                self._config, int(seq_len), self._attention, "none", "model_config", self._convention
+            )[0]
             self._fpt_cache[seq_len] = fpt
         return fpt
 

@@ -49,6 +49,7 @@ const OPTION_NAMES: &[&str] = &[
     "peak_flops",
     "model_config",
     "attention",
+    "convention",
     "recompute",
     "cumulative",
     "logged_peak_flops",
@@ -60,6 +61,7 @@ const OPTION_NAMES: &[&str] = &[
     "skip_bad_rows",
     "max_memory",
     "jobs",
+    "storage_options",
 ];
 
 /// A Python exception for a library error: missing files are `FileNotFoundError`, other I/O `OSError`,
@@ -204,6 +206,7 @@ fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
                 o.storage = mfu::store::StorageOptions(given.into_iter().collect());
             }
             "metadata" => o.metadata = Some(value.extract::<PathBuf>()?),
+            "convention" => o.convention = parsed(&key, &value)?,
             "attention" => {
                 o.attention = choice(
                     &key,
@@ -662,16 +665,21 @@ fn step_metrics(
 
 /// FLOPs per token (forward and backward) of a model from its config (JSON text: a Transformers
 /// `config.json` or `model.config.to_json_string()`) at sequence length `seq_len`, by `mfu flops`'
-/// convention: (FLOPs per token, hardware FLOPs per token, model type).
+/// convention or, with `convention`, another framework's (`mfu flops --compare`): (FLOPs per token,
+/// hardware FLOPs per token, model type).
 #[pyfunction]
-#[pyo3(signature = (config_json, seq_len, attention="full", recompute="none", origin="model_config"))]
+#[pyo3(signature = (config_json, seq_len, attention="full", recompute="none", origin="model_config", convention="mfu"))]
 fn flops_per_token(
     config_json: &str,
     seq_len: u64,
     attention: &str,
     recompute: &str,
     origin: &str,
+    convention: &str,
 ) -> PyResult<(f64, f64, String)> {
+    let convention: mfu::conventions::Convention = convention
+        .parse()
+        .map_err(|e: String| PyValueError::new_err(format!("convention: {e}")))?;
     let attention = match attention {
         "full" => Attention::Full,
         "causal" => Attention::Causal,
@@ -694,6 +702,17 @@ fn flops_per_token(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let b = mfu::flops::flops_per_token(&config, seq_len, attention, recompute)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if convention != mfu::conventions::Convention::Mfu {
+        let terms = mfu::conventions::count(
+            convention,
+            &config,
+            seq_len,
+            &mfu::conventions::ConventionOptions::default(),
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let hardware = terms.total() * b.hardware_flops_per_token / b.flops_per_token;
+        return Ok((terms.total(), hardware, b.model_type));
+    }
     Ok((b.flops_per_token, b.hardware_flops_per_token, b.model_type))
 }
 

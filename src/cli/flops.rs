@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
+use mfu::conventions::{self, ConventionOptions, Terms};
 use mfu::flops::{flops_per_token, MlpKind, ModelConfig};
 
 use super::{AttentionArg, RecomputeArg};
@@ -19,9 +20,15 @@ use super::{AttentionArg, RecomputeArg};
 /// sliding-window layers). Mixture-of-experts models count active experts only. With --recompute full,
 /// hardware FLOPs per token are 4/3 of the model FLOPs.
 ///
+/// With --compare, one row per published convention (torchtitan, Megatron-LM by version, Narayanan 2021,
+/// Korthikanti 2022, nanoGPT, nanochat, Lightning measure_flops, llm-foundry, HF floating_point_ops,
+/// MaxText, Levanter, PaLM, Kaplan, Chinchilla): its FLOPs per token, the ratio to mfu's, and the terms
+/// behind the gap (docs/flops.md).
+///
 /// Examples:
 ///   mfu flops --config config.json --seq-len 4096
 ///   mfu flops --config config.json --seq-len 8192 --attention causal --recompute full --json
+///   mfu flops --config config.json --seq-len 4096 --compare
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct FlopsArgs {
@@ -41,9 +48,19 @@ pub struct FlopsArgs {
     #[arg(long, value_enum, default_value_t = RecomputeArg::None)]
     pub recompute: RecomputeArg,
 
-    /// One JSON object: n_matmul, attention_flops_per_token, flops_per_token, hardware_flops_per_token.
+    /// One JSON object: n_matmul, attention_flops_per_token, flops_per_token, hardware_flops_per_token
+    /// (with --compare, a JSON array of the conventions with their terms and gaps).
     #[arg(long)]
     pub json: bool,
+
+    /// Every convention side by side: FLOPs per token, the ratio to mfu's, and the signed terms of the gap.
+    #[arg(long)]
+    pub compare: bool,
+
+    /// Megatron's vocabulary padding (--make-vocab-size-divisible-by x tensor-parallel size), for the
+    /// Megatron conventions' logit term.
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
+    pub megatron_vocab_multiple: u64,
 }
 
 #[derive(Serialize)]
@@ -56,6 +73,9 @@ struct FlopsJson {
 
 pub fn run(args: &FlopsArgs) -> anyhow::Result<ExitCode> {
     let config = ModelConfig::from_file(&args.config)?;
+    if args.compare {
+        return compare(args, &config);
+    }
     let b = flops_per_token(
         &config,
         args.seq_len,
@@ -115,6 +135,58 @@ pub fn run(args: &FlopsArgs) -> anyhow::Result<ExitCode> {
     for note in &b.notes {
         writeln!(out, "note: {note}")?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mfu flops --compare`: a row per convention, its terms beside mfu's.
+fn compare(args: &FlopsArgs, config: &ModelConfig) -> anyhow::Result<ExitCode> {
+    let options = ConventionOptions {
+        megatron_vocab_multiple: args.megatron_vocab_multiple,
+    };
+    let rows = conventions::compare(config, args.seq_len, &options)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let header = [
+        "convention",
+        "FLOPs/token",
+        "vs mfu",
+        "the gap, term by term",
+        "source",
+    ];
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let gap: Vec<String> = Terms::NAMES
+                .iter()
+                .zip(r.gap.values())
+                .filter(|(_, v)| v.abs() > 1e-9 * r.flops_per_token)
+                .map(|(name, v)| {
+                    format!("{name} {}{}", if v > 0.0 { "+" } else { "-" }, sci(v.abs()))
+                })
+                .collect();
+            vec![
+                r.convention.name().to_string(),
+                sci(r.flops_per_token),
+                format!("{:+.1}%", (r.ratio - 1.0) * 100.0),
+                if gap.is_empty() {
+                    "-".into()
+                } else {
+                    gap.join(", ")
+                },
+                r.source.to_string(),
+            ]
+        })
+        .collect();
+    write!(out, "{}", super::aligned_table(&header, &table))?;
+    writeln!(
+        out,
+        "(S = {}; the gap is each term of the convention minus mfu's, FLOPs per token; docs/flops.md)",
+        args.seq_len
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

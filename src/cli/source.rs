@@ -104,6 +104,14 @@ pub struct SourceArgs {
     #[arg(long, value_enum, default_value_t = AttentionArg::Full)]
     pub attention: AttentionArg,
 
+    /// Count FLOPs per token from the model config (--model-config, or a config.json beside a trainer
+    /// state) the way this framework or paper does, to compare with its own MFU: mfu (the default),
+    /// torchtitan, megatron, megatron-2024, megatron-2023, narayanan-2021, korthikanti-2022, nanogpt,
+    /// nanochat, lightning-fused, lightning-eager, llm-foundry, hf, maxtext, levanter, palm, kaplan,
+    /// chinchilla (`mfu flops --compare` shows them side by side; docs/flops.md).
+    #[arg(long, value_name = "NAME", default_value = "mfu")]
+    pub convention: mfu::conventions::Convention,
+
     /// With `full`, also write hfu_wall_clock and hfu_fwd_bwd (MFU x 4/3: hardware FLOPs under full
     /// activation recomputation).
     #[arg(long, value_enum, default_value_t = RecomputeArg::None)]
@@ -218,6 +226,7 @@ impl SourceArgs {
             peak_flops: self.table.peak_flops,
             window,
             storage: Default::default(),
+            convention: self.convention,
         }
     }
 

@@ -330,6 +330,8 @@ pub struct ColumnOptions {
     pub cumulative: Vec<Field>,
     /// `--model-config`: FLOPs per token from a model configuration when the log has no such column.
     pub model: Option<ModelFlops>,
+    /// `--convention`: whose count of FLOPs per token a model configuration is counted with.
+    pub convention: crate::conventions::Convention,
     /// A missing step time gives null throughput (with a warning) instead of an error: for trainer shapes
     /// that may not time steps at all.
     pub timing_optional: bool,
@@ -388,6 +390,8 @@ impl RunFact {
 pub struct ModelFlops {
     pub config: crate::flops::ModelConfig,
     pub attention: crate::flops::Attention,
+    /// Whose count of FLOPs per token (`--convention`; mfu's own by default).
+    pub convention: crate::conventions::Convention,
 }
 
 /// Where one field's values come from.
@@ -1092,15 +1096,23 @@ fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers 
     let mut cache: HashMap<u64, Option<f64>> = HashMap::new();
     let mut per_len = |s: Option<f64>| -> Option<f64> {
         let s = s.filter(|s| s.is_finite() && *s >= 1.0 && s.fract() == 0.0)? as u64;
-        *cache.entry(s).or_insert_with(|| {
-            crate::flops::flops_per_token(
+        *cache.entry(s).or_insert_with(|| match model.convention {
+            crate::conventions::Convention::Mfu => crate::flops::flops_per_token(
                 &model.config,
                 s,
                 model.attention,
                 crate::flops::Recompute::None,
             )
             .ok()
-            .map(|b| b.flops_per_token)
+            .map(|b| b.flops_per_token),
+            other => crate::conventions::count(
+                other,
+                &model.config,
+                s,
+                &crate::conventions::ConventionOptions::default(),
+            )
+            .ok()
+            .map(|t| t.total()),
         })
     };
     match seq_len {

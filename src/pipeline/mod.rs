@@ -90,6 +90,8 @@ pub struct Options {
     pub peak_flops: Option<f64>,
     /// Rolling means over this many rows of each run.
     pub window: Option<usize>,
+    /// Whose count of FLOPs per token a model configuration is counted with (mfu's own by default).
+    pub convention: crate::conventions::Convention,
     /// Options for the object stores URL inputs and outputs live in (keys as `object_store` takes
     /// them; they win over the environment).
     pub storage: crate::store::StorageOptions,
@@ -122,6 +124,7 @@ impl Options {
                 },
                 allow_override: self.override_columns,
                 model: model_flops(self)?,
+                convention: self.convention,
                 cumulative: self.cumulative.clone(),
                 timing_optional: false,
                 lenient: false,
@@ -753,5 +756,6 @@ fn model_flops(options: &Options) -> Result<Option<ModelFlops>, PipelineError> {
     Ok(Some(ModelFlops {
         config,
         attention: options.attention,
+        convention: options.convention,
     }))
 }

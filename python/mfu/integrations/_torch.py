@@ -170,12 +170,14 @@ class TrainingMeter:
         model_dtype: Optional[str] = None,
         data_parallel_size: Optional[int] = None,
         attention: str = "full",
+        convention: str = "mfu",
         prefix: str = "perf/",
     ) -> None:
         self.options = dict(
             device=device, dtype=dtype, num_devices=num_devices, flops_per_token=flops_per_token,
             model_config=model_config, peaks=peaks, peak_flops=peak_flops, model_dtype=model_dtype,
-            data_parallel_size=data_parallel_size, attention=attention, prefix=prefix,
+            data_parallel_size=data_parallel_size, attention=attention, convention=convention,
+            prefix=prefix,
         )
         self.meter: Optional[Meter] = None
         self.tokens = TokenCounter()
@@ -209,6 +211,7 @@ class TrainingMeter:
                 flops_per_token=o["flops_per_token"],
                 model_config=config,
                 attention=o["attention"],
+                convention=o["convention"],
                 peaks=o["peaks"],
                 peak_flops=o["peak_flops"],
                 model_dtype=o["model_dtype"],

@@ -96,12 +96,14 @@ class MfuCallback(TrainerCallback):
         model_dtype: Optional[str] = None,
         data_parallel_size: Optional[int] = None,
         attention: str = "full",
+        convention: str = "mfu",
         prefix: str = "perf/",
     ) -> None:
         self._core = TrainingMeter(
             device=device, dtype=dtype, num_devices=num_devices, flops_per_token=flops_per_token,
             model_config=model_config, peaks=peaks, peak_flops=peak_flops, model_dtype=model_dtype,
-            data_parallel_size=data_parallel_size, attention=attention, prefix=prefix,
+            data_parallel_size=data_parallel_size, attention=attention, convention=convention,
+            prefix=prefix,
         )
         self._trainer: Optional[Trainer] = None
         self._pending: Optional[tuple] = None
