@@ -300,9 +300,14 @@ fn enrich_fills_flops_per_token_from_the_config() {
 use mfu::conventions::{count as convention_count, Convention, ConventionOptions};
 
 fn convention(name: &str, c: Convention, seq: u64) -> f64 {
-    convention_count(c, &config(&format!("{name}.json")), seq, &ConventionOptions::default())
-        .unwrap()
-        .total()
+    convention_count(
+        c,
+        &config(&format!("{name}.json")),
+        seq,
+        &ConventionOptions::default(),
+    )
+    .unwrap()
+    .total()
 }
 
 fn relative(a: f64, b: f64) -> f64 {
