@@ -113,7 +113,7 @@ pub struct Extras {
 pub const LOGGED_DEFINITION: (&str, &str, &str) = (
     MFU_LOGGED_CORRECTED,
     "fraction",
-    "the log's own MFU x --logged-peak-flops / peak_flops_per_device: the trainer's figure against the right peak",
+    "the log's own MFU x --logged-peak-flops / peak_flops_per_device (and, with --logged-convention, x flops_per_token / that convention's count): the trainer's figure against the right peak and numerator",
 );
 
 /// What the computation saw in one frame, for the end-of-run report.

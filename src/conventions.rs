@@ -25,8 +25,7 @@ use serde::Serialize;
 use crate::flops::{model_dims, FlopsError, MlpKind, ModelConfig, ModelDims};
 
 /// A way of counting model FLOPs per token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Convention {
     /// mfu's own (`src/flops.rs`): 6 × matmul weights + 6 (d_qk + d_v) H S_eff per layer.
     #[default]
@@ -73,7 +72,8 @@ pub enum Convention {
     /// at 8c8dd48 (2025-07-21): (2 × active parameters + 4 L d_model S) × 3, every parameter counted
     /// (embedding, norms, biases).
     LlmFoundry,
-    /// huggingface/transformers `ModuleUtilsMixin.floating_point_ops`: 6 × `num_parameters(
+    /// huggingface/transformers `ModuleUtilsMixin.floating_point_ops` (Transformers 4; `Trainer.
+    /// floating_point_ops` in Transformers 5, the same arithmetic): 6 × `num_parameters(
     /// exclude_embeddings=True)` (every nn.Embedding weight left out, so a tied LM head too), no attention
     /// term; the Trainer applies it to every token of the batch, padding included.
     Hf,
@@ -157,13 +157,20 @@ impl Convention {
             Convention::LightningFused => "torch FlopCounterMode (Lightning measure_flops), SDPA flash/efficient",
             Convention::LightningEager => "torch FlopCounterMode (Lightning measure_flops), eager attention",
             Convention::LlmFoundry => "llm-foundry modeling_mpt.py flops_per_batch @ 8c8dd48",
-            Convention::Hf => "transformers ModuleUtilsMixin.floating_point_ops",
+            Convention::Hf => "transformers floating_point_ops (ModuleUtilsMixin in v4, Trainer in v5)",
             Convention::Maxtext => "maxtext maxtext_utils.py calculate_tflops_training_per_device @ e591f30",
             Convention::Levanter => "levanter flop_utils.py lm_flops_per_token @ 9263f81, x 3",
             Convention::Palm => "PaLM (Chowdhery et al. 2022), Appendix B",
             Convention::Kaplan => "Kaplan et al. 2020, Section 2.1",
             Convention::Chinchilla => "Chinchilla (Hoffmann et al. 2022), Appendix F",
         }
+    }
+}
+
+/// Serialised by the name `--convention` takes (`megatron-2024`).
+impl Serialize for Convention {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -479,10 +486,10 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
             ..Terms::default()
         },
         Convention::Chinchilla => {
+            // Forward a token: q, k, v as full heads and the output projection; two MLP matrices of
+            // ffw_size; logits and the attention reduction over S; the softmax; embeddings and logits.
+            // Training: 3 x forward.
             let kh = heads * d.d_qk; // key_size x num_heads
-                                     // Forward a token: q, k, v as full heads and the output projection; two MLP matrices of
-                                     // ffw_size; logits and the attention reduction over S; the softmax; embeddings and logits.
-                                     // Training: 3 x forward.
             Terms {
                 projections: 3.0 * l * (2.0 * 3.0 * h * kh + 2.0 * kh * h),
                 mlp: 3.0 * l * 2.0 * 2.0 * h * d.intermediate,

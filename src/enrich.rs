@@ -70,6 +70,7 @@ impl EnrichOptions {
                 config: config.clone(),
                 attention: crate::flops::Attention::default(),
                 convention: options.columns.convention,
+                logged_convention: None,
             });
         }
         options

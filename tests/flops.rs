@@ -582,6 +582,13 @@ fn flops_compare_lists_every_convention() {
         .clone();
     let rows: Vec<serde_json::Value> = serde_json::from_slice(&out).unwrap();
     assert_eq!(rows.len(), Convention::ALL.len());
+    // Each row names its convention as --convention takes it.
+    for (row, c) in rows.iter().zip(Convention::ALL) {
+        assert_eq!(
+            row["convention"].as_str().unwrap().parse::<Convention>(),
+            Ok(c)
+        );
+    }
     let megatron = rows.iter().find(|r| r["convention"] == "megatron").unwrap();
     // Megatron halves the causal attention: the gap is exactly half of mfu's attention term.
     let own = count("llama-2-7b.json", 4096);
@@ -597,4 +604,180 @@ fn flops_compare_lists_every_convention() {
             megatron["flops_per_token"].as_f64().unwrap() / own.flops_per_token
         ) < 1e-12
     );
+}
+
+/// `enrich --convention`: the MFU columns take that convention's numerator (the denominator unchanged),
+/// the output records the convention, and FLOPs that do not come from a model config keep their figure
+/// with a warning.
+#[test]
+fn enrich_with_a_convention_counts_its_numerator() {
+    let wd = Workdir::new("flops_convention");
+    let run = |extra: &[&str], out: &str| {
+        wd.mfu()
+            .arg("enrich")
+            .arg(fixtures().join("shapes/trainer_state.json"))
+            .args(["--device", "NVIDIA H100 80GB HBM3", "--dtype", "bf16"])
+            .args(["--num-devices", "8", "--seq-len", "4096", "--model-config"])
+            .arg(fixtures().join("configs/llama-2-7b.json"))
+            .args(extra)
+            .args(["-o", out, "--quiet"])
+            .assert()
+            .success();
+        let file = std::fs::File::open(wd.path(out)).unwrap();
+        let builder =
+            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        let options = builder
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == "mfu.options").cloned())
+            .and_then(|k| k.value)
+            .unwrap();
+        let batches: Vec<_> = builder.build().unwrap().map(Result::unwrap).collect();
+        let column = |name: &str| -> Vec<f64> {
+            batches
+                .iter()
+                .flat_map(|b| {
+                    let c = arrow::compute::cast(
+                        b.column_by_name(name).unwrap(),
+                        &arrow::datatypes::DataType::Float64,
+                    )
+                    .unwrap();
+                    let a = c
+                        .as_any()
+                        .downcast_ref::<arrow::array::Float64Array>()
+                        .unwrap()
+                        .clone();
+                    a.iter().flatten().collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+        // FLOPs per token as the enrichment used them: achieved x devices / tokens per second.
+        let fpt: Vec<f64> = column("achieved_flops_per_device")
+            .iter()
+            .zip(column("tokens_per_second"))
+            .map(|(achieved, tps)| achieved * 8.0 / tps)
+            .collect();
+        (
+            fpt,
+            column("mfu_wall_clock"),
+            options["convention"].as_str().unwrap().to_string(),
+        )
+    };
+    let (own_fpt, own_mfu, own_name) = run(&[], "own.parquet");
+    let (meg_fpt, meg_mfu, meg_name) = run(&["--convention", "megatron"], "megatron.parquet");
+    assert_eq!((own_name.as_str(), meg_name.as_str()), ("mfu", "megatron"));
+    let megatron = convention("llama-2-7b", Convention::Megatron, 4096);
+    let own = count("llama-2-7b.json", 4096).flops_per_token;
+    assert!(own_fpt.iter().all(|&f| relative(f, own) < 1e-12));
+    assert!(meg_fpt.iter().all(|&f| relative(f, megatron) < 1e-12));
+    // Step 20 of the fixture: 3,276.8 tokens/s on 8 H100s (989.4 TFLOP/s bf16).
+    assert!(relative(own_mfu[0], 3276.8 * own / 8.0 / 989.4e12) < 1e-12);
+    assert_eq!(own_mfu.len(), meg_mfu.len());
+    assert!(!own_mfu.is_empty());
+    for (own, meg) in own_mfu.iter().zip(&meg_mfu) {
+        assert!(relative(meg / own, megatron / own_fpt[0]) < 1e-12);
+    }
+
+    // A FLOPs figure given outright is kept as given, and the user is told the convention did not apply.
+    wd.mfu()
+        .arg("enrich")
+        .arg(fixtures().join("shapes/trainer_state.json"))
+        .args(["--device", "NVIDIA H100 80GB HBM3", "--dtype", "bf16"])
+        .args(["--num-devices", "8", "--flops-per-token", "4.2e10"])
+        .args(["--convention", "megatron"])
+        .args(["-o", "given.csv"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "--convention megatron counts FLOPs per token from a model config",
+        ));
+    let given = std::fs::read_to_string(wd.path("given.csv")).unwrap();
+    let rows = crate::util::csv_rows(&given);
+    let achieved: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| {
+            let a = r["achieved_flops_per_device"].parse::<f64>().ok()?;
+            Some(a * 8.0 / r["tokens_per_second"].parse::<f64>().ok()?)
+        })
+        .collect();
+    assert!(!achieved.is_empty());
+    assert!(achieved.iter().all(|&f| relative(f, 4.2e10) < 1e-12));
+
+    // An unknown name is refused, naming the conventions there are.
+    wd.mfu()
+        .args(["enrich", "x.csv", "--convention", "megatron-1999"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("torchtitan"));
+}
+
+/// `--logged-convention`: a framework's own MFU, counted with its numerator against its peak, re-based on
+/// both sides comes out as mfu's figure for the same tokens and time, row by row and length by length.
+#[test]
+fn logged_mfu_rebased_on_both_sides_equals_mfu() {
+    let wd = Workdir::new("flops_logged_convention");
+    let (devices, their_peak, ours) = (8.0, 312e12, 989.4e12);
+    let mut csv = String::from("step,step_time,tokens,seq_len,mfu\n");
+    let rows = [
+        (1, 2.0, 1048576.0, 4096),
+        (2, 1.5, 1048576.0, 4096),
+        (3, 3.0, 2097152.0, 8192),
+    ];
+    for (step, time, tokens, seq) in rows {
+        // What Megatron-LM logs: its own FLOPs count against the peak it was told.
+        let theirs = convention("llama-2-7b", Convention::Megatron, seq);
+        let logged = tokens * theirs / (devices * time) / their_peak;
+        csv.push_str(&format!("{step},{time},{tokens},{seq},{logged}\n"));
+    }
+    wd.create("megatron.csv", csv);
+    let out = wd
+        .mfu()
+        .args(["enrich", "megatron.csv", "-o", "-", "--num-devices", "8"])
+        .args(["--device", "NVIDIA H100 80GB HBM3", "--dtype", "bf16"])
+        .args([
+            "--logged-peak-flops",
+            "312e12",
+            "--logged-convention",
+            "megatron",
+        ])
+        .arg("--model-config")
+        .arg(fixtures().join("configs/llama-2-7b.json"))
+        .ok_stdout();
+    let out = crate::util::csv_rows(&String::from_utf8(out).unwrap());
+    assert_eq!(out.len(), 3);
+    for (row, (_, time, tokens, seq)) in out.iter().zip(rows) {
+        let corrected: f64 = row["mfu_logged_corrected"].parse().unwrap();
+        let own: f64 = row["mfu_wall_clock"].parse().unwrap();
+        let expected =
+            tokens * count("llama-2-7b.json", seq).flops_per_token / (devices * time) / ours;
+        assert!(relative(own, expected) < 1e-12);
+        assert!(
+            relative(corrected, own) < 1e-12,
+            "{corrected} against {own}"
+        );
+    }
+
+    // The peak side alone leaves the numerator's gap (Megatron halves the causal attention).
+    let peak_only = wd
+        .mfu()
+        .args(["enrich", "megatron.csv", "-o", "-", "--num-devices", "8"])
+        .args(["--device", "NVIDIA H100 80GB HBM3", "--dtype", "bf16"])
+        .args(["--logged-peak-flops", "312e12", "--model-config"])
+        .arg(fixtures().join("configs/llama-2-7b.json"))
+        .ok_stdout();
+    let peak_only = crate::util::csv_rows(&String::from_utf8(peak_only).unwrap());
+    let first: f64 = peak_only[0]["mfu_logged_corrected"].parse().unwrap();
+    let own: f64 = peak_only[0]["mfu_wall_clock"].parse().unwrap();
+    let gap = convention("llama-2-7b", Convention::Megatron, 4096)
+        / count("llama-2-7b.json", 4096).flops_per_token;
+    assert!(relative(first / own, gap) < 1e-12);
+
+    // Both sides need what they re-base with.
+    wd.mfu()
+        .args(["enrich", "megatron.csv", "--logged-convention", "megatron"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--logged-peak-flops"));
 }

@@ -10,8 +10,9 @@ never guessed, where the device or precision is unknown.
 Options are the command line's, with ``_`` for ``-``: ``device``, ``dtype``, ``model_dtype``,
 ``num_devices``, ``flops_per_token``, ``tokens_per_step``, ``seq_len``, ``time_unit``,
 ``map={field: column}``, ``override``, ``peaks=[files]``, ``peak_flops``, ``model_config``, ``attention``,
-``recompute``, ``cumulative``, ``logged_peak_flops``, ``window``, ``metadata``, and for files ``shape``,
-``input_format``, ``rows``, ``skip_bad_rows``, ``max_memory``, ``jobs``. See ``docs/python.md``.
+``convention``, ``recompute``, ``cumulative``, ``logged_peak_flops``, ``logged_convention``, ``window``,
+``metadata``, ``storage_options``, and for files ``shape``, ``input_format``, ``rows``, ``skip_bad_rows``,
+``max_memory``, ``jobs``. See ``docs/python.md``.
 
 While a run trains, ``mfu.Meter`` computes the same figures step by step (``mfu.online``), and
 ``mfu.integrations.transformers`` and ``mfu.integrations.lightning`` hold framework callbacks; see

@@ -53,6 +53,7 @@ const OPTION_NAMES: &[&str] = &[
     "recompute",
     "cumulative",
     "logged_peak_flops",
+    "logged_convention",
     "window",
     "metadata",
     "shape",
@@ -207,6 +208,7 @@ fn options_from(dict: Option<&Bound<PyDict>>) -> PyResult<Options> {
             }
             "metadata" => o.metadata = Some(value.extract::<PathBuf>()?),
             "convention" => o.convention = parsed(&key, &value)?,
+            "logged_convention" => o.logged_convention = Some(parsed(&key, &value)?),
             "attention" => {
                 o.attention = choice(
                     &key,

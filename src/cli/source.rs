@@ -60,6 +60,17 @@ pub struct SourceArgs {
     #[arg(long, value_name = "F", value_parser = parse_positive)]
     pub logged_peak_flops: Option<f64>,
 
+    /// The convention the log's own MFU counted FLOPs with (megatron, torchtitan, nanogpt, ...; see
+    /// --convention): mfu_logged_corrected then re-bases the numerator too, x flops_per_token / that
+    /// convention's count from --model-config at the row's sequence length.
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "logged_peak_flops",
+        requires = "model_config"
+    )]
+    pub logged_convention: Option<mfu::conventions::Convention>,
+
     /// Use COLUMN for FIELD instead of detecting it (FIELD: run_id, step, step_time, fwd_bwd_time, tokens,
     /// num_devices, device_name, dtype, flops_per_token). Repeatable.
     #[arg(long = "map", value_name = "FIELD=COLUMN", value_parser = parse_mapping)]
@@ -227,6 +238,7 @@ impl SourceArgs {
             window,
             storage: Default::default(),
             convention: self.convention,
+            logged_convention: self.logged_convention,
         }
     }
 

@@ -392,6 +392,8 @@ pub struct ModelFlops {
     pub attention: crate::flops::Attention,
     /// Whose count of FLOPs per token (`--convention`; mfu's own by default).
     pub convention: crate::conventions::Convention,
+    /// `--logged-convention`: whose count the log's own MFU used, to re-base its numerator.
+    pub logged_convention: Option<crate::conventions::Convention>,
 }
 
 /// Where one field's values come from.
@@ -994,6 +996,23 @@ pub fn extract_from(
         }
     }
     let mut column_warnings = Vec::new();
+    if let (Some(model), Some(logged)) = (model, model.and_then(|m| m.logged_convention)) {
+        let seq_len = numbers(Field::SeqLen)?;
+        let (rebased, uncounted) = rebase_numerator(
+            model,
+            logged,
+            &logged_mfu,
+            &flops_per_token,
+            &seq_len,
+            df.height(),
+        );
+        if uncounted > 0 {
+            column_warnings.push(format!(
+                "--logged-convention {logged}: {uncounted} row(s) with a logged MFU but no sequence length or FLOPs per token to re-base it with have a null mfu_logged_corrected"
+            ));
+        }
+        logged_mfu = rebased;
+    }
     for (name, runs) in &whole_run_means {
         column_warnings.push(format!(
             "column '{name}' is a running total with a single row in {runs} run(s): that row's value over its step, the mean over the whole run from step 0"
@@ -1088,6 +1107,41 @@ fn null_negative(values: &mut Numbers, height: usize) -> usize {
         );
     }
     negative
+}
+
+/// A logged MFU moved onto this enrichment's numerator: × the row's FLOPs per token / the count of the
+/// convention the log used (`logged`), from the model config at the row's sequence length. Gives the
+/// re-based values and how many rows with a logged MFU could not be re-based (null, never left as is).
+fn rebase_numerator(
+    model: &ModelFlops,
+    logged: crate::conventions::Convention,
+    logged_mfu: &Numbers,
+    flops_per_token: &Numbers,
+    seq_len: &Numbers,
+    height: usize,
+) -> (Numbers, usize) {
+    let theirs = model_flops(
+        &ModelFlops {
+            convention: logged,
+            ..model.clone()
+        },
+        seq_len,
+        height,
+    );
+    let mut uncounted = 0;
+    let values = (0..height)
+        .map(|row| {
+            let m = logged_mfu.get(row)?;
+            match (flops_per_token.get(row), theirs.get(row)) {
+                (Some(ours), Some(theirs)) if theirs > 0.0 => Some(m * ours / theirs),
+                _ => {
+                    uncounted += 1;
+                    None
+                }
+            }
+        })
+        .collect();
+    (Numbers::Column(values), uncounted)
 }
 
 /// FLOPs per token for each row's sequence length, computed once per distinct length. A length that is

@@ -92,6 +92,9 @@ pub struct Options {
     pub window: Option<usize>,
     /// Whose count of FLOPs per token a model configuration is counted with (mfu's own by default).
     pub convention: crate::conventions::Convention,
+    /// The convention a log's own MFU counted FLOPs with: `mfu_logged_corrected` re-bases its numerator
+    /// too (needs `model_config`).
+    pub logged_convention: Option<crate::conventions::Convention>,
     /// Options for the object stores URL inputs and outputs live in (keys as `object_store` takes
     /// them; they win over the environment).
     pub storage: crate::store::StorageOptions,
@@ -188,6 +191,9 @@ pub enum PipelineError {
     Combine(polars::prelude::PolarsError),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// Options that do not go together (named, with what to give).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl PipelineError {
@@ -743,7 +749,17 @@ fn wandb_metadata(path: &Path) -> Result<(Option<String>, Option<f64>), Pipeline
 
 /// Reads the model config and checks it can be counted, before any log is read.
 fn model_flops(options: &Options) -> Result<Option<ModelFlops>, PipelineError> {
+    if let (Some(convention), None) = (options.logged_convention, options.logged_peak_flops) {
+        return Err(PipelineError::Usage(format!(
+            "--logged-convention {convention} re-bases mfu_logged_corrected: give --logged-peak-flops, the peak the log's MFU was computed against"
+        )));
+    }
     let Some(path) = &options.model_config else {
+        if let Some(convention) = options.logged_convention {
+            return Err(PipelineError::Usage(format!(
+                "--logged-convention {convention} counts the log's FLOPs from the model: give --model-config"
+            )));
+        }
         return Ok(None);
     };
     let config = ModelConfig::from_file(path)?;
@@ -757,5 +773,6 @@ fn model_flops(options: &Options) -> Result<Option<ModelFlops>, PipelineError> {
         config,
         attention: options.attention,
         convention: options.convention,
+        logged_convention: options.logged_convention,
     }))
 }
