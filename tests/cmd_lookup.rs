@@ -87,7 +87,12 @@ fn json_lines_have_exactly_the_contract_keys() {
         .as_str()
         .unwrap()
         .contains("Google Cloud TPU docs"));
+    assert_eq!(documents[0]["kind"], "vendor");
     assert!(lines[2]["documents"].as_array().unwrap().is_empty());
+    // T4's vendor datasheet comes first although its source cell cites project tables first.
+    let t4 = lines[1]["documents"].as_array().unwrap();
+    assert_eq!(t4[0]["key"], "V_NV_T4");
+    assert!(t4[1..].iter().all(|d| d["kind"] != "vendor"));
     assert_eq!(lines[0]["peak_flops_per_device"].as_f64(), Some(197e12));
     // T4 is known but has no bf16 rate: the device is named, the peak is null.
     assert_eq!(lines[1]["device"], "T4");
@@ -198,4 +203,40 @@ fn forced_peak_resolves_every_name() {
             "\"peak_flops_per_device\":500000000000000.0",
         ))
         .stdout(predicate::str::contains("\"source\":\"--peak-flops\""));
+}
+
+/// A bare "Ascend910" is a 910A or a 910B of some bin, whose peaks differ by half: unknown, with the
+/// candidates named. "H100 ... HBM2e" is the PCIe card.
+#[test]
+fn ascend910_stays_unknown_with_candidates_and_hbm2e_is_the_pcie_h100() {
+    let wd = Workdir::new("lookup_ascend");
+    let out = wd
+        .mfu()
+        .args(["lookup", "--dtype", "bf16", "Ascend910"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("device:   unknown"), "{text}");
+    let closest = text.lines().find(|l| l.contains("closest:")).unwrap();
+    assert!(
+        closest.contains("Ascend 910A") && closest.contains("Ascend 910B"),
+        "{closest}"
+    );
+    let out = wd
+        .mfu()
+        .args([
+            "lookup",
+            "--dtype",
+            "fp32",
+            "--json",
+            "NVIDIA H100 80GB HBM2e",
+        ])
+        .ok_stdout();
+    let line: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(line["device"], "H100 PCIe");
+    assert_eq!(line["peak_flops_per_device"].as_f64(), Some(51.2e12));
+    assert_eq!(line["documents"][0]["key"], "V_NV_H100");
 }

@@ -91,14 +91,34 @@ fn sources_lists_the_legend_of_every_key_the_table_cites() {
     let table = String::from_utf8(table).unwrap();
     let cited: std::collections::BTreeSet<&str> = table
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with("S_"))
+        .filter(|w| w.starts_with("S_") || w.starts_with("V_"))
         .collect();
-    assert!(cited.len() >= 15, "{cited:?}");
+    assert!(cited.len() >= 40, "{cited:?}");
     for key in cited {
         assert!(keys.contains(&key), "{key} has no legend line");
     }
     let tt = legend.iter().find(|s| s["key"] == "S_TT").unwrap();
     assert!(tt["where"].as_str().unwrap().contains("pytorch/torchtitan"));
+    // Each line says what kind of document it is: the vendor's own, another project's table, ...
+    let kind = |key: &str| legend.iter().find(|s| s["key"] == key).unwrap()["kind"].clone();
+    assert_eq!(kind("S_TT"), "project");
+    assert_eq!(kind("S_GT"), "vendor");
+    assert_eq!(kind("V_NV_H100"), "vendor");
+    assert_eq!(kind("S_ZZ"), "measurement");
+    assert!(legend
+        .iter()
+        .all(|s| ["vendor", "secondary", "project", "measurement"]
+            .contains(&s["kind"].as_str().unwrap())));
+    let table = wd
+        .mfu()
+        .args(["peaks", "--sources", "--format", "table"])
+        .ok_stdout();
+    let header = String::from_utf8(table).unwrap();
+    assert!(header.starts_with("key"), "{header}");
+    assert!(
+        header.lines().next().unwrap().contains(" kind "),
+        "{header}"
+    );
     // --sources is a listing of its own: filters of the table do not apply.
     wd.mfu()
         .args(["peaks", "--sources", "--dtype", "bf16"])

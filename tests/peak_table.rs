@@ -374,3 +374,86 @@ proptest! {
         prop_assert_eq!(plain, wrapped);
     }
 }
+
+/// The names docs/peaks.md lists under "Entries without a vendor figure": every backticked word in that
+/// section's list items (their reasons quote no code).
+fn entries_documented_without_vendor_figure() -> BTreeSet<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/peaks.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text
+        .find("### Entries without a vendor figure")
+        .expect("docs/peaks.md has the list of entries without a vendor figure");
+    let section = &text[start..];
+    let end = section[4..].find("\n#").map_or(section.len(), |i| i + 4);
+    let mut names = BTreeSet::new();
+    let mut in_item = false;
+    for line in section[..end].lines() {
+        if line.starts_with("- ") {
+            in_item = true;
+        } else if !line.starts_with("  ") {
+            in_item = false;
+        }
+        if !in_item {
+            continue;
+        }
+        for (i, part) in line.split('`').enumerate() {
+            if i % 2 == 1 {
+                names.insert(part.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every entry's figure rests on a vendor document, or the entry is in docs/peaks.md's list of those that
+/// do not; the list names only entries that exist and have no vendor source.
+#[test]
+fn every_entry_cites_a_vendor_document_or_is_listed() {
+    let listed = entries_documented_without_vendor_figure();
+    assert!(listed.len() >= 20, "{listed:?}");
+    let table = PeakTable::builtin();
+    for name in &listed {
+        assert!(
+            table.get(name).is_some(),
+            "docs/peaks.md lists '{name}', which has no entry"
+        );
+    }
+    let mut with_vendor = 0;
+    for e in table.entries() {
+        let vendor = mfu::peaks::cites_vendor(&e.source);
+        assert!(
+            vendor != listed.contains(&e.name),
+            "{}: {}",
+            e.name,
+            if vendor {
+                "cites a vendor document but docs/peaks.md lists it as having none"
+            } else {
+                "cites no vendor document and is not in docs/peaks.md's list"
+            }
+        );
+        with_vendor += usize::from(vendor);
+    }
+    // The data-centre parts people train on are all vendor-sourced.
+    for name in [
+        "A100 SXM4",
+        "H100 SXM5",
+        "H100 PCIe",
+        "H200 SXM",
+        "B200",
+        "GB200",
+        "Instinct MI300X",
+        "Instinct MI355X",
+        "TPU v5p",
+        "TPU v6e",
+        "Trainium2 (logical core)",
+    ] {
+        assert!(
+            mfu::peaks::cites_vendor(&table.get(name).unwrap().source),
+            "{name}"
+        );
+    }
+    assert!(
+        with_vendor >= 45,
+        "{with_vendor} entries with a vendor source"
+    );
+}

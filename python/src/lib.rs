@@ -370,6 +370,7 @@ fn lookup<'py>(
         d.set_item("key", &doc.key)?;
         d.set_item("what", &doc.what)?;
         d.set_item("where", &doc.location)?;
+        d.set_item("kind", doc.kind.as_str())?;
         documents.append(d)?;
     }
     out.set_item("documents", documents)?;

@@ -143,8 +143,11 @@ pub fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
                     for doc in cited_in(&e.source) {
                         writeln!(
                             out,
-                            "            {} = {} ({})",
-                            doc.key, doc.what, doc.location
+                            "            {} [{}] = {} ({})",
+                            doc.key,
+                            doc.kind.as_str(),
+                            doc.what,
+                            doc.location
                         )?;
                     }
                 }

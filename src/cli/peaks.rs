@@ -14,7 +14,8 @@ use super::{aligned_table, list_format_or_default, tflops_text, ListFormat, Peak
 ///
 /// One row per device and precision that has a published dense rate, with its source. Precisions a device
 /// lacks (bf16 on a T4 or V100) are absent: MFU for them is null. With --sources, the legend of the source
-/// keys instead: what each document is and where it was read.
+/// keys instead: what kind of document each is (vendor, secondary, project, measurement), what it is and
+/// where it was read.
 ///
 /// Examples:
 ///   mfu peaks --vendor nvidia --dtype bf16
@@ -141,9 +142,16 @@ fn sources(format: Option<ListFormat>) -> anyhow::Result<ExitCode> {
         ListFormat::Table => {
             let cells: Vec<Vec<String>> = legend()
                 .iter()
-                .map(|s| vec![s.key.clone(), s.what.clone(), s.location.clone()])
+                .map(|s| {
+                    vec![
+                        s.key.clone(),
+                        s.kind.as_str().to_string(),
+                        s.what.clone(),
+                        s.location.clone(),
+                    ]
+                })
                 .collect();
-            out.write_all(aligned_table(&["key", "what", "where"], &cells).as_bytes())?;
+            out.write_all(aligned_table(&["key", "kind", "what", "where"], &cells).as_bytes())?;
         }
         ListFormat::Csv => {
             let mut w = csv::Writer::from_writer(&mut out);

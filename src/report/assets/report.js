@@ -156,7 +156,7 @@
       box.appendChild(peaks);
       box.appendChild(el("p", {}, "source: " + d.source));
       var docs = el("ul");
-      d.documents.forEach(function (s) { docs.appendChild(el("li", {}, s.key + ": " + s.what + " (" + s.where + ")")); });
+      d.documents.forEach(function (s) { docs.appendChild(el("li", {}, s.key + " [" + s.kind + "]: " + s.what + " (" + s.where + ")")); });
       box.appendChild(docs);
       if (d.note) box.appendChild(el("p", { "class": "note" }, d.note));
     }
