@@ -304,23 +304,25 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
         .sum();
     // The embedding matrix a token's lookup reads, beside the LM head (untied models have both).
     let embedding = v * h;
+    // 6 FLOPs per weight of every matmul a token passes through, the LM head included: what most
+    // conventions start from before their attention term.
+    let weights = Terms {
+        projections: 6.0 * l * d.attn_weights,
+        mlp: 6.0 * d.mlp_weights,
+        router: 6.0 * d.router_weights,
+        lm_head: 6.0 * h * v,
+        ..Terms::default()
+    };
+    let norms_biases = 6.0 * (d.norm_weights + d.bias_weights);
     match convention {
         Convention::Mfu => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             attention: window_attention,
-            ..Terms::default()
+            ..weights
         },
         Convention::Torchtitan => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             attention: full_attention,
-            norms_biases: 6.0 * (d.norm_weights + d.bias_weights),
-            ..Terms::default()
+            norms_biases,
+            ..weights
         },
         Convention::Megatron | Convention::Megatron2024 => {
             let padded = padded_vocab(v, options.megatron_vocab_multiple);
@@ -371,26 +373,18 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
             }
         }
         Convention::Nanogpt => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             input_embedding: if d.tied { 0.0 } else { 6.0 * embedding },
             attention: 12.0 * l * heads * q_per_head * s,
-            norms_biases: 6.0 * (d.norm_weights + d.bias_weights),
-            ..Terms::default()
+            norms_biases,
+            ..weights
         },
         Convention::Nanochat => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             attention: d
                 .spans
                 .iter()
                 .map(|span| 12.0 * heads * q_per_head * span)
                 .sum(),
-            ..Terms::default()
+            ..weights
         },
         Convention::LightningFused | Convention::LightningEager => {
             let per_layer = if convention == Convention::LightningFused {
@@ -399,39 +393,24 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
                 6.0 * s * heads * (d.d_qk + d.d_v)
             };
             Terms {
-                projections: 6.0 * l * d.attn_weights,
-                mlp: 6.0 * d.mlp_weights,
-                router: 6.0 * d.router_weights,
-                lm_head: 6.0 * h * v,
                 attention: per_layer * l,
-                ..Terms::default()
+                ..weights
             }
         }
         Convention::LlmFoundry => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             input_embedding: if d.tied { 0.0 } else { 6.0 * embedding },
             position_embedding: 6.0 * d.position_embedding,
             attention: 12.0 * l * h * s,
-            norms_biases: 6.0 * (d.norm_weights + d.bias_weights),
-            ..Terms::default()
+            norms_biases,
+            ..weights
         },
         Convention::Hf => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
             // A tied head is the embedding's weight, which num_parameters(exclude_embeddings) leaves out.
-            lm_head: if d.tied { 0.0 } else { 6.0 * h * v },
-            norms_biases: 6.0 * (d.norm_weights + d.bias_weights),
-            ..Terms::default()
+            lm_head: if d.tied { 0.0 } else { weights.lm_head },
+            norms_biases,
+            ..weights
         },
         Convention::Maxtext => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             // 4 S² H d / 2 a sequence; a window w: 4 (S w − w²/2) H d; x 3 for training.
             attention: d
                 .spans
@@ -445,7 +424,7 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
                     3.0 * 4.0 * pairs * heads * d.d_qk / s
                 })
                 .sum(),
-            ..Terms::default()
+            ..weights
         },
         Convention::Levanter => {
             let hd = q_per_head;
@@ -469,21 +448,15 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
             }
         }
         Convention::Palm => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            lm_head: 6.0 * h * v,
             input_embedding: if d.tied { 0.0 } else { 6.0 * embedding },
             position_embedding: 6.0 * d.position_embedding,
             attention: 12.0 * l * heads * d.d_qk * s,
-            norms_biases: 6.0 * (d.norm_weights + d.bias_weights),
-            ..Terms::default()
+            norms_biases,
+            ..weights
         },
         Convention::Kaplan => Terms {
-            projections: 6.0 * l * d.attn_weights,
-            mlp: 6.0 * d.mlp_weights,
-            router: 6.0 * d.router_weights,
-            ..Terms::default()
+            lm_head: 0.0,
+            ..weights
         },
         Convention::Chinchilla => {
             // Forward a token: q, k, v as full heads and the output projection; two MLP matrices of
