@@ -135,3 +135,10 @@ def test_enrich_rebases_a_logged_mfu_on_both_sides(tmp_path):
                      logged_peak_flops=their_peak, logged_convention="torchtitan").to_pylist()
     for row in out:
         assert row["mfu_logged_corrected"] == pytest.approx(row["mfu_wall_clock"], rel=1e-12)
+
+    # convention= computes the MFU columns themselves with that framework's numerator (mfu's peak).
+    theirs_table = mfu.enrich(table, device=H100, dtype="bf16", num_devices=8, model_config=str(path),
+                              seq_len=SEQ, convention="torchtitan").to_pylist()
+    ours = online.flops_per_token(config, SEQ)
+    for own, row in zip(out, theirs_table):
+        assert row["mfu_wall_clock"] / own["mfu_wall_clock"] == pytest.approx(theirs / ours, rel=1e-12)
