@@ -37,10 +37,12 @@ pub enum Convention {
     /// NVIDIA/Megatron-LM `megatron/training/training.py` `num_floating_point_operations`, since
     /// 8873b55d6a (2025-03-06, MR !2789): 12 per weight-pair with exact GQA projections, the SwiGLU MLP
     /// as 3 matrices, the logit over the padded vocabulary, and the core attention halved for the causal
-    /// mask (`seq_length / hidden_size / 2`).
+    /// mask (`seq_length / hidden_size / 2`); for multi-head latent attention its MLA branch (the latent
+    /// ranks' norms counted as weights, the core attention over d_qk + d_v, halved).
     Megatron,
     /// Megatron-LM between e116d81ed7 (2024-03-25, the SwiGLU fix) and 8873b55d6a: as `Megatron`, with
-    /// the core attention over the full S × S.
+    /// the core attention over the full S × S. Multi-head latent attention is counted with its
+    /// grouped-query formula (an MLA branch of that period, if any, is not reproduced).
     Megatron2024,
     /// Megatron-LM between 2748e7c7d4 (2023-11-26, `--log-throughput`) and e116d81ed7:
     /// 60 L h² (1 + g/(5n) + s/(5h) + V/(10 L h)): the MLP taken as 4h wide and two matrices whatever
@@ -324,6 +326,19 @@ pub fn terms(convention: Convention, d: &ModelDims, options: &ConventionOptions)
             norms_biases,
             ..weights
         },
+        Convention::Megatron if d.latent_ranks.is_some() => {
+            // The multi-latent-attention branch: the low-rank projections with their norms counted as
+            // one more row each (`q_lora_rank x (h + H d_qk + 1)`, `kv_lora_rank x (h + H (d_nope +
+            // d_v) + 1)`), and the core attention over (d_qk + d_v), halved for the causal mask.
+            let (q_lora, kv_lora) = d.latent_ranks.unwrap_or_default();
+            Terms {
+                projections: 6.0 * l * (d.attn_weights + q_lora + kv_lora),
+                mlp: 6.0 * d.mlp_weights,
+                lm_head: 6.0 * h * padded_vocab(v, options.megatron_vocab_multiple),
+                attention: full_attention / 2.0,
+                ..Terms::default()
+            }
+        }
         Convention::Megatron | Convention::Megatron2024 => {
             let padded = padded_vocab(v, options.megatron_vocab_multiple);
             // 12 × h × (q + k + v + gate) + q × h per layer; k/v at the query-group width.

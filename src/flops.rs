@@ -254,6 +254,9 @@ pub struct ModelDims {
     pub tied: bool,
     /// q, k, v and o weights of one layer.
     pub attn_weights: f64,
+    /// Multi-head latent attention's ranks (`q_lora_rank`, 0 without one, and `kv_lora_rank`), for the
+    /// conventions that count its norms; `None` for multi-head and grouped-query attention.
+    pub latent_ranks: Option<(f64, f64)>,
     /// The MLP weights a token passes through, all layers (dense MLPs, k routed experts, shared experts).
     pub mlp_weights: f64,
     /// Router weights, all layers.
@@ -342,8 +345,12 @@ pub fn model_dims(config: &ModelConfig, seq_len: u64) -> Result<ModelDims, Flops
         .map_or(4.0 * h, |v| v as f64);
     let mut notes = Vec::new();
 
-    let (attn_params, d_qk, d_v) =
-        attention_projections(config, h, heads, kv_heads, head_dim, &mut notes)?;
+    let AttentionShape {
+        weights: attn_params,
+        d_qk,
+        d_v,
+        latent_ranks,
+    } = attention_projections(config, h, heads, kv_heads, head_dim, &mut notes)?;
     let mlp_factor = match mlp {
         MlpKind::Gated => 3.0,
         MlpKind::Plain => 2.0,
@@ -478,6 +485,7 @@ pub fn model_dims(config: &ModelConfig, seq_len: u64) -> Result<ModelDims, Flops
         vocab,
         tied,
         attn_weights: attn_params,
+        latent_ranks,
         mlp_weights,
         router_weights,
         moe_layers,
@@ -528,9 +536,19 @@ pub fn flops_per_token(
     })
 }
 
-/// The attention projections' weights per layer (q, k, v, o; multi-head latent attention's low-rank
-/// factors where the config has `kv_lora_rank`), and the query-key and value head sizes the attention
-/// term uses.
+/// One layer's attention as the counts need it.
+struct AttentionShape {
+    /// q, k, v and o weights (multi-head latent attention's low-rank factors where the config has
+    /// `kv_lora_rank`).
+    weights: f64,
+    /// The query-key and value head sizes of the attention term.
+    d_qk: f64,
+    d_v: f64,
+    /// Multi-head latent attention's (q, kv) ranks.
+    latent_ranks: Option<(f64, f64)>,
+}
+
+/// The attention's shape from the config.
 fn attention_projections(
     config: &ModelConfig,
     h: f64,
@@ -538,7 +556,7 @@ fn attention_projections(
     kv_heads: f64,
     head_dim: f64,
     notes: &mut Vec<String>,
-) -> Result<(f64, f64, f64), FlopsError> {
+) -> Result<AttentionShape, FlopsError> {
     let kv_lora = config.int(&["kv_lora_rank"])?.filter(|v| *v > 0);
     Ok(match kv_lora {
         Some(kv_lora) => {
@@ -547,7 +565,8 @@ fn attention_projections(
             let rope = config.int(&["qk_rope_head_dim"])?.unwrap_or(0) as f64;
             let v_dim = config.int(&["v_head_dim"])?.map_or(head_dim, |v| v as f64);
             let qk = nope + rope;
-            let q = match config.int(&["q_lora_rank"])?.filter(|v| *v > 0) {
+            let q_lora = config.int(&["q_lora_rank"])?.filter(|v| *v > 0);
+            let q = match q_lora {
                 Some(r) => h * r as f64 + r as f64 * heads * qk,
                 None => h * heads * qk,
             };
@@ -561,13 +580,19 @@ fn attention_projections(
                     "h x H x d_qk"
                 }
             ));
-            (q + kv + o, qk, v_dim)
+            AttentionShape {
+                weights: q + kv + o,
+                d_qk: qk,
+                d_v: v_dim,
+                latent_ranks: Some((q_lora.map_or(0.0, |r| r as f64), kv_lora)),
+            }
         }
-        None => (
-            h * heads * head_dim + 2.0 * h * kv_heads * head_dim + heads * head_dim * h,
-            head_dim,
-            head_dim,
-        ),
+        None => AttentionShape {
+            weights: h * heads * head_dim + 2.0 * h * kv_heads * head_dim + heads * head_dim * h,
+            d_qk: head_dim,
+            d_v: head_dim,
+            latent_ranks: None,
+        },
     })
 }
 

@@ -434,6 +434,65 @@ fn megatron_conventions_equal_its_own_function() {
     }
 }
 
+/// Megatron-LM's multi-latent-attention branch of `num_floating_point_operations` (NVIDIA/Megatron-LM
+/// `megatron/training/training.py` at 001b00c), ported for DeepSeek-V3 as a Megatron user would set it
+/// up: `--q-lora-rank 1536 --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim
+/// 128`, `--moe-layer-freq [0]*3+[1]*58`, top-8 of 2048-wide experts and one shared expert, no MTP layers.
+#[test]
+fn megatron_convention_follows_its_mla_branch() {
+    let name = "deepseek-v3";
+    let f = |k: &str| field(name, &[k]).unwrap();
+    let (h, layers, heads) = (
+        f("hidden_size"),
+        f("num_hidden_layers"),
+        f("num_attention_heads"),
+    );
+    let (q_lora, kv_lora) = (f("q_lora_rank"), f("kv_lora_rank"));
+    let (qk_head_dim, qk_pos_emb_head_dim, v_head_dim) = (
+        f("qk_nope_head_dim"),
+        f("qk_rope_head_dim"),
+        f("v_head_dim"),
+    );
+    let (ffn, moe_ffn, topk) = (
+        f("intermediate_size"),
+        f("moe_intermediate_size"),
+        f("num_experts_per_tok"),
+    );
+    let shared = f("n_shared_experts") * moe_ffn;
+    let dense_layers = f("first_k_dense_replace");
+    let moe_layers = layers - dense_layers;
+    let padded_vocab = (f("vocab_size") / 128.0).ceil() * 128.0;
+    for seq in [4096u64, 8192] {
+        let (batch, s) = (4.0, seq as f64);
+        let (fb, fma, ffn_expansion) = (3.0, 2.0, 3.0);
+        let q_term = q_lora * (h + heads * (qk_head_dim + qk_pos_emb_head_dim) + 1.0);
+        let standard_self_attn_term = fb
+            * fma
+            * (q_term
+                + kv_lora * (h + heads * (qk_head_dim + v_head_dim) + 1.0)
+                + h * qk_pos_emb_head_dim
+                + (heads * v_head_dim) * h
+                + s * (heads * (qk_head_dim + qk_pos_emb_head_dim)) / 2.0
+                + s * heads * v_head_dim / 2.0);
+        let total = batch
+            * s
+            * (fb
+                * fma
+                * h
+                * ((ffn * ffn_expansion) * dense_layers
+                    + (moe_ffn * topk * ffn_expansion) * moe_layers
+                    + (shared * ffn_expansion) * moe_layers)
+                + standard_self_attn_term * layers
+                + fb * fma * h * padded_vocab);
+        let ours = convention(name, Convention::Megatron, seq);
+        assert!(
+            relative(ours, total / (batch * s)) < 1e-12,
+            "{seq}: {ours} vs {}",
+            total / (batch * s)
+        );
+    }
+}
+
 /// karpathy/nanoGPT `model.py` at 3adf61e: `estimate_mfu`'s flops_per_token, with `get_num_params()`
 /// for GPT-2 small: 124,439,808 parameters less the position embedding's 1024 x 768.
 #[test]
