@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use mfu::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, TOKENS_PER_SECOND};
 use mfu::plot::{draw, Chart, ImageFormat, Lines};
 
-use super::source::{SourceArgs, Terminal};
+use super::source::{load_reported, remote_output, SourceArgs};
 
 /// Plot MFU or throughput against step, one line per run, as SVG or PNG.
 ///
@@ -103,55 +103,26 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<ExitCode> {
     }
     let plan = args.source.plan(None)?;
     // An output URL: drawn here first, then uploaded; an existing object refused before any work.
-    let remote = match args.output.to_str() {
-        Some(url) if mfu::store::is_url(url) => Some(mfu::pipeline::remote_output(
-            url,
-            &plan.storage,
-            args.force,
-        )?),
-        _ => None,
-    };
-    let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
-    let results = plan.load_all(true, &terminal);
-    terminal.finish();
-    let mut failed = false;
+    let remote = remote_output(&args.output, &plan, args.force)?;
+    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
     let mut lines = Lines::default();
-    let mut skipped = Vec::new();
-    for (input, result) in plan.inputs.iter().zip(results?) {
-        let loaded = match result {
-            Ok(l) => l,
-            Err(e) if e.is_skip(input) => {
-                skipped.extend(e.skipped(input));
-                continue;
-            }
-            Err(e) => {
-                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
-                failed = true;
-                continue;
-            }
-        };
-        for w in &loaded.warnings {
-            eprintln!("mfu: warning: {w}");
-        }
+    for (display, loaded) in loaded {
         let key_column = match (
             loaded.column_for(args.by.as_deref().unwrap_or("run_id")),
             &args.by,
         ) {
             (Some(c), _) => Some(c),
-            (None, Some(key)) => bail!("--by {key}: {} has no such column or field", input.display),
+            (None, Some(key)) => bail!("--by {key}: {display} has no such column or field"),
             (None, None) => None,
         };
         lines.add(
             &loaded.enriched.frame,
             &loaded.enriched.values,
             key_column.as_deref(),
-            &input.display,
+            &display,
             args.metric.column(),
             args.window.map(|n| n as usize),
         )?;
-    }
-    for w in mfu::pipeline::skip_warning(&skipped) {
-        eprintln!("mfu: warning: {w}");
     }
     let series = lines.into_series();
     let (name, y_label, y_scale) = args.metric.describe();

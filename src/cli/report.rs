@@ -6,11 +6,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use mfu::pipeline::skip_warning;
 use mfu::pipeline::summary::summarize_runs;
 use mfu::report::{html, ReportInput, ReportOptions};
 
-use super::source::{SourceArgs, Terminal};
+use super::source::{load_reported, remote_output, SourceArgs};
 
 /// Write one self-contained HTML page: the runs' summary, MFU, throughput and step time by step, the
 /// devices and their peaks, and the FLOPs per token used.
@@ -67,39 +66,8 @@ pub fn run(args: &ReportPageArgs) -> anyhow::Result<ExitCode> {
         bail!("{named}: already exists; add --force to replace it");
     }
     let plan = args.source.plan(None)?;
-    let remote = if is_url {
-        Some(mfu::pipeline::remote_output(
-            &named,
-            &plan.storage,
-            args.force,
-        )?)
-    } else {
-        None
-    };
-    let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
-    let results = plan.load_all(true, &terminal);
-    terminal.finish();
-    let mut loaded = Vec::new();
-    let mut failed = false;
-    let mut skipped = Vec::new();
-    for (input, result) in plan.inputs.iter().zip(results?) {
-        match result {
-            Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
-            Ok(l) => {
-                for w in &l.warnings {
-                    eprintln!("mfu: warning: {w}");
-                }
-                loaded.push((input.display.clone(), l));
-            }
-            Err(e) => {
-                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
-                failed = true;
-            }
-        }
-    }
-    for w in skip_warning(&skipped) {
-        eprintln!("mfu: warning: {w}");
-    }
+    let remote = remote_output(&args.output, &plan, args.force)?;
+    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
     if loaded.is_empty() {
         bail!("nothing to report: no input could be read");
     }

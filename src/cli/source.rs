@@ -2,7 +2,7 @@
 //! library's [`Options`], and the terminal that shows a run's events.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use mfu::columns::{Field, TimeUnit};
 use mfu::peaks::{parse_precision, Dtype};
-use mfu::pipeline::{Event, Observer, Options, PipelineError, Plan};
+use mfu::pipeline::{Event, Loaded, Observer, Options, PipelineError, Plan};
 use mfu::read::memory::parse_size;
 use mfu::read::{InputFormat, RowKinds, Shape};
 
@@ -322,5 +322,54 @@ impl Observer for Terminal {
             Event::Verbose(line) => self.bar.suspend(|| eprintln!("mfu: {line}")),
             Event::Timing(line) => self.bar.suspend(|| eprintln!("mfu: timings: {line}")),
         }
+    }
+}
+
+/// Every input of `plan` read and enriched whole (the progress shown unless `quiet`), for the commands
+/// that summarise or draw: each input's warnings, each failure and the files skipped are reported on
+/// stderr. Gives the inputs that loaded, with their display names, and whether any failed.
+pub fn load_reported(
+    plan: &Plan,
+    quiet: bool,
+) -> Result<(Vec<(String, Loaded)>, bool), PipelineError> {
+    let terminal = Terminal::new(plan.inputs.len(), quiet);
+    let results = plan.load_all(true, &terminal);
+    terminal.finish();
+    let mut loaded = Vec::new();
+    let mut failed = false;
+    let mut skipped = Vec::new();
+    for (input, result) in plan.inputs.iter().zip(results?) {
+        match result {
+            Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
+            Ok(l) => {
+                for w in &l.warnings {
+                    eprintln!("mfu: warning: {w}");
+                }
+                loaded.push((input.display.clone(), l));
+            }
+            Err(e) => {
+                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
+                failed = true;
+            }
+        }
+    }
+    for w in mfu::pipeline::skip_warning(&skipped) {
+        eprintln!("mfu: warning: {w}");
+    }
+    Ok((loaded, failed))
+}
+
+/// An output given as a URL, opened before any work (an existing object refused unless `force`): the
+/// object, the local file to write first and its private folder. `None` for a local path.
+pub fn remote_output(
+    output: &Path,
+    plan: &Plan,
+    force: bool,
+) -> Result<Option<(mfu::store::Remote, PathBuf, tempfile::TempDir)>, PipelineError> {
+    match output.to_str() {
+        Some(url) if mfu::store::is_url(url) => {
+            mfu::pipeline::remote_output(url, &plan.storage, force).map(Some)
+        }
+        _ => Ok(None),
     }
 }

@@ -7,12 +7,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
-use mfu::pipeline::skip_warning;
 use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
 use mfu::write::{write_file, write_stdout, OutputFormat};
 
-use super::source::{SourceArgs, Terminal};
+use super::source::{load_reported, remote_output, SourceArgs};
 use super::{aligned_table, tflops_text};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
@@ -67,43 +66,16 @@ pub enum SummaryFormat {
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let plan = args.source.plan(None)?;
     // An output URL: written here first, then uploaded; an existing object refused before any work.
-    let remote = match args.output.as_deref().and_then(|p| p.to_str()) {
-        Some(url) if mfu::store::is_url(url) => Some(mfu::pipeline::remote_output(
-            url,
-            &plan.storage,
-            args.force,
-        )?),
-        _ => None,
+    let remote = match args.output.as_deref() {
+        Some(path) => remote_output(path, &plan, args.force)?,
+        None => None,
     };
     let output: Option<PathBuf> = match &remote {
         Some((_, local, _)) => Some(local.clone()),
         None => args.output.clone(),
     };
     let force = args.force || remote.is_some();
-    let terminal = Terminal::new(plan.inputs.len(), args.source.report.quiet);
-    let results = plan.load_all(true, &terminal);
-    terminal.finish();
-    let mut loaded = Vec::new();
-    let mut failed = false;
-    let mut skipped = Vec::new();
-    for (input, r) in plan.inputs.iter().zip(results?) {
-        match r {
-            Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
-            Ok(l) => {
-                for w in &l.warnings {
-                    eprintln!("mfu: warning: {w}");
-                }
-                loaded.push((input.display.clone(), l));
-            }
-            Err(e) => {
-                eprintln!("mfu: error: {:#}", anyhow::Error::new(e));
-                failed = true;
-            }
-        }
-    }
-    for w in skip_warning(&skipped) {
-        eprintln!("mfu: warning: {w}");
-    }
+    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
     if loaded.is_empty() {
         bail!("no input could be read");
     }
