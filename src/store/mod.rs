@@ -129,6 +129,21 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// The user's storage options applied to a store's builder, each by the config key its name parses to
+/// (case-insensitively); a key this store does not know is left to the other stores.
+fn with_options<B, K: std::str::FromStr>(
+    builder: B,
+    options: &StorageOptions,
+    with_config: impl Fn(B, K, &String) -> B,
+) -> B {
+    options.0.iter().fold(builder, |b, (key, value)| {
+        match key.to_ascii_lowercase().parse() {
+            Ok(k) => with_config(b, k, value),
+            Err(_) => b,
+        }
+    })
+}
+
 /// Retries with backoff on throttling and transient errors, bounded so that a store that is gone
 /// fails in seconds, not minutes: `MFU_STORE_RETRIES` (default 5) and `MFU_STORE_RETRY_TIMEOUT_S`
 /// (default 60).
@@ -180,38 +195,23 @@ pub fn open(text: &str, options: &StorageOptions) -> Result<Remote, StoreError> 
                     }
                 }
             }
-            for (key, value) in &options.0 {
-                if let Ok(k) = key.to_ascii_lowercase().parse() {
-                    builder = builder.with_config(k, value);
-                }
-            }
-            builder
+            with_options(builder, options, |b, k, v| b.with_config(k, v))
                 .with_retry(retry_config())
                 .build()
                 .map(|s| Arc::new(s) as _)
         }
         object_store::ObjectStoreScheme::GoogleCloudStorage => {
             use object_store::gcp::GoogleCloudStorageBuilder;
-            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(text);
-            for (key, value) in &options.0 {
-                if let Ok(k) = key.to_ascii_lowercase().parse() {
-                    builder = builder.with_config(k, value);
-                }
-            }
-            builder
+            let builder = GoogleCloudStorageBuilder::from_env().with_url(text);
+            with_options(builder, options, |b, k, v| b.with_config(k, v))
                 .with_retry(retry_config())
                 .build()
                 .map(|s| Arc::new(s) as _)
         }
         object_store::ObjectStoreScheme::MicrosoftAzure => {
             use object_store::azure::MicrosoftAzureBuilder;
-            let mut builder = MicrosoftAzureBuilder::from_env().with_url(text);
-            for (key, value) in &options.0 {
-                if let Ok(k) = key.to_ascii_lowercase().parse() {
-                    builder = builder.with_config(k, value);
-                }
-            }
-            builder
+            let builder = MicrosoftAzureBuilder::from_env().with_url(text);
+            with_options(builder, options, |b, k, v| b.with_config(k, v))
                 .with_retry(retry_config())
                 .build()
                 .map(|s| Arc::new(s) as _)
