@@ -799,6 +799,20 @@ impl ReadOutcome {
             recorded: None,
         }
     }
+
+    /// [`ReadOutcome::of_run`] of a run a shape reader made, with the facts it found.
+    fn of_shaped_run(
+        shaped: shapes::ShapedFrame,
+        shape: Shape,
+        warnings: Vec<String>,
+        bytes: u64,
+        held: Held,
+    ) -> ReadOutcome {
+        ReadOutcome {
+            facts: shaped.facts,
+            ..ReadOutcome::of_run(shaped.frame, shape, (shaped.notes, warnings), bytes, held)
+        }
+    }
 }
 
 /// One MLflow run folder (the input stands as its `meta.yaml`): its metric files in key order, with
@@ -957,15 +971,13 @@ fn read_dvclive_run(
     };
     let (shaped, warnings) =
         shapes::dvclive::read(&metrics, params.as_deref(), &run_id).map_err(shape_error)?;
-    let mut outcome = ReadOutcome::of_run(
-        shaped.frame,
+    Ok(ReadOutcome::of_shaped_run(
+        shaped,
         Shape::Dvclive,
-        (shaped.notes, warnings),
+        warnings,
         total,
         held,
-    );
-    outcome.facts = shaped.facts;
-    Ok(outcome)
+    ))
 }
 
 /// A W&B run: its `run-<id>.wandb` log (the input, or the log in the folder given with `--shape wandb`),
@@ -1009,15 +1021,13 @@ fn read_wandb_run(
         },
     )
     .map_err(shape_error)?;
-    let mut outcome = ReadOutcome::of_run(
-        shaped.frame,
+    Ok(ReadOutcome::of_shaped_run(
+        shaped,
         Shape::Wandb,
-        (shaped.notes, warnings),
+        warnings,
         total,
         held,
-    );
-    outcome.facts = shaped.facts;
-    Ok(outcome)
+    ))
 }
 
 /// A W&B run folder that holds `files/` but no transaction log: one row from its summary.
@@ -1041,15 +1051,13 @@ fn read_wandb_files(
     let (shaped, warnings) =
         shapes::wandb::read_summary_only(&shapes::wandb::run_id_of_folder(&name), &beside)
             .map_err(shape_error_of(input, Shape::Wandb))?;
-    let mut outcome = ReadOutcome::of_run(
-        shaped.frame,
+    Ok(ReadOutcome::of_shaped_run(
+        shaped,
         Shape::Wandb,
-        (shaped.notes, warnings),
+        warnings,
         total,
         held,
-    );
-    outcome.facts = shaped.facts;
-    Ok(outcome)
+    ))
 }
 
 /// The TensorBoard event files of one run folder (the input's file and its companions), with a `run_id`

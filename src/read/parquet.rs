@@ -10,18 +10,21 @@ pub fn read(bytes: Vec<u8>) -> Result<DataFrame, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The bytes of a Parquet file's pages once decompressed (not yet decoded), as its footer records them
-/// (`None` when the footer cannot be read; the reader then says why).
-pub fn page_bytes(bytes: &[u8]) -> Option<u64> {
+/// A whole Parquet file's footer, decoded (`None` when it is not there or cannot be decoded).
+fn footer(bytes: &[u8]) -> Option<parquet::file::metadata::ParquetMetaData> {
     let n = bytes.len();
     if n < 12 || !bytes.ends_with(b"PAR1") {
         return None;
     }
     let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
     let start = n.checked_sub(8usize.checked_add(len)?)?;
-    let meta =
-        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8])
-            .ok()?;
+    parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8]).ok()
+}
+
+/// The bytes of a Parquet file's pages once decompressed (not yet decoded), as its footer records them
+/// (`None` when the footer cannot be read; the reader then says why).
+pub fn page_bytes(bytes: &[u8]) -> Option<u64> {
+    let meta = footer(bytes)?;
     Some(
         meta.row_groups()
             .iter()
@@ -33,16 +36,8 @@ pub fn page_bytes(bytes: &[u8]) -> Option<u64> {
 /// The value of a key in a Parquet file's key-value metadata (`None` when the footer cannot be read or
 /// has no such key).
 pub fn key_value(bytes: &[u8], key: &str) -> Option<String> {
-    let n = bytes.len();
-    if n < 12 || !bytes.ends_with(b"PAR1") {
-        return None;
-    }
-    let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
-    let start = n.checked_sub(8usize.checked_add(len)?)?;
-    let meta =
-        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8])
-            .ok()?;
-    meta.file_metadata()
+    footer(bytes)?
+        .file_metadata()
         .key_value_metadata()?
         .iter()
         .find(|kv| kv.key == key)?

@@ -426,6 +426,13 @@ mod tests {
     #[test]
     fn config_batch_and_sequence_give_tokens_a_step() {
         let origin = |k: &str| format!("config {k}");
+        let tokens_of = |facts: &[crate::columns::RunFact]| {
+            facts
+                .iter()
+                .find(|f| f.field == crate::columns::Field::Tokens)
+                .unwrap()
+                .clone()
+        };
         let facts = parameter_facts(
             [
                 ("global_batch_size", "512"),
@@ -435,10 +442,7 @@ mod tests {
             origin,
         );
         assert_eq!(facts.len(), 2); // the sequence length, and the tokens
-        let tokens = facts
-            .iter()
-            .find(|f| f.field == crate::columns::Field::Tokens)
-            .unwrap();
+        let tokens = tokens_of(&facts);
         assert_eq!(
             tokens.value,
             crate::columns::FactValue::Number(512.0 * 4096.0)
@@ -457,10 +461,7 @@ mod tests {
             ],
             origin,
         );
-        let tokens = facts
-            .iter()
-            .find(|f| f.field == crate::columns::Field::Tokens)
-            .unwrap();
+        let tokens = tokens_of(&facts);
         assert_eq!(
             tokens.value,
             crate::columns::FactValue::Number(12.0 * 40.0 * 1024.0)
@@ -474,10 +475,7 @@ mod tests {
             ],
             origin,
         );
-        let tokens = facts
-            .iter()
-            .find(|f| f.field == crate::columns::Field::Tokens)
-            .unwrap();
+        let tokens = tokens_of(&facts);
         assert_eq!(tokens.value, crate::columns::FactValue::Number(1000.0));
         assert!(parameter_facts([("batch_size", "8")], origin).is_empty());
     }
