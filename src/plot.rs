@@ -75,6 +75,25 @@ pub struct Lines {
     lines: HashMap<String, Line>,
 }
 
+/// The run each row of `frame` belongs to: its `key_column` value as text ("(none)" where null), or
+/// `fallback_key` for every row when there is no key column. Charts draw one line per run.
+pub fn run_keys(
+    frame: &DataFrame,
+    key_column: Option<&str>,
+    fallback_key: &str,
+) -> Result<Vec<String>, PolarsError> {
+    Ok(match key_column {
+        Some(c) => frame
+            .column(c)?
+            .cast(&DataType::String)?
+            .str()?
+            .iter()
+            .map(|v| v.unwrap_or("(none)").to_string())
+            .collect(),
+        None => vec![fallback_key.to_string(); frame.height()],
+    })
+}
+
 /// One run's (step, value) points and the devices it ran on.
 type Line = (Vec<(f64, f64)>, Vec<String>);
 
@@ -91,16 +110,7 @@ impl Lines {
         metric: &str,
         window: Option<usize>,
     ) -> Result<(), PlotError> {
-        let keys: Vec<String> = match key_column {
-            Some(c) => frame
-                .column(c)?
-                .cast(&DataType::String)?
-                .str()?
-                .iter()
-                .map(|v| v.unwrap_or("(none)").to_string())
-                .collect(),
-            None => vec![fallback_key.to_string(); frame.height()],
-        };
+        let keys = run_keys(frame, key_column, fallback_key)?;
         let metric: Vec<Option<f64>> = frame
             .column(metric)?
             .cast(&DataType::Float64)?

@@ -157,16 +157,7 @@ fn gather(
             .iter()
             .map(|s| s.map(str::to_string))
             .collect();
-        let keys: Vec<String> = match &input.key_column {
-            Some(c) => frame
-                .column(c)?
-                .cast(&DataType::String)?
-                .str()?
-                .iter()
-                .map(|v| v.unwrap_or("(none)").to_string())
-                .collect(),
-            None => vec![input.display.to_string(); frame.height()],
-        };
+        let keys = crate::plot::run_keys(frame, input.key_column.as_deref(), input.display)?;
         let flops_from = describe_source(input.mapping.source(Field::FlopsPerToken));
         for row in 0..frame.height() {
             let key = &keys[row];
