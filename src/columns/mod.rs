@@ -975,9 +975,18 @@ pub fn extract_from(
     let mut tokens = numbers(Field::Tokens)?;
     let num_devices = numbers(Field::NumDevices)?;
     let mut flops_per_token = numbers(Field::FlopsPerToken)?;
-    if let (FieldSource::ModelConfig, Some(model)) = (mapping.source(Field::FlopsPerToken), model) {
-        let seq_len = numbers(Field::SeqLen)?;
-        flops_per_token = model_flops(model, &seq_len, df.height());
+    let counts_from_model = matches!(
+        mapping.source(Field::FlopsPerToken),
+        FieldSource::ModelConfig
+    );
+    let logged_convention = model.and_then(|m| m.logged_convention);
+    // Read once, and only where a count from the model config needs it.
+    let seq_len = match model {
+        Some(_) if counts_from_model || logged_convention.is_some() => numbers(Field::SeqLen)?,
+        _ => Numbers::Missing,
+    };
+    if let (true, Some(model)) = (counts_from_model, model) {
+        flops_per_token = model_flops(model, model.convention, &seq_len, df.height());
     }
     let mut logged_mfu = numbers(Field::LoggedMfu)?;
     if let FieldSource::Column { name, .. } = mapping.source(Field::LoggedMfu) {
@@ -996,8 +1005,7 @@ pub fn extract_from(
         }
     }
     let mut column_warnings = Vec::new();
-    if let (Some(model), Some(logged)) = (model, model.and_then(|m| m.logged_convention)) {
-        let seq_len = numbers(Field::SeqLen)?;
+    if let (Some(model), Some(logged)) = (model, logged_convention) {
         let (rebased, uncounted) = rebase_numerator(
             model,
             logged,
@@ -1120,14 +1128,7 @@ fn rebase_numerator(
     seq_len: &Numbers,
     height: usize,
 ) -> (Numbers, usize) {
-    let theirs = model_flops(
-        &ModelFlops {
-            convention: logged,
-            ..model.clone()
-        },
-        seq_len,
-        height,
-    );
+    let theirs = model_flops(model, logged, seq_len, height);
     let mut uncounted = 0;
     let values = (0..height)
         .map(|row| {
@@ -1144,13 +1145,19 @@ fn rebase_numerator(
     (Numbers::Column(values), uncounted)
 }
 
-/// FLOPs per token for each row's sequence length, computed once per distinct length. A length that is
-/// missing, not a positive integer, or that the configuration cannot be counted with gives null.
-fn model_flops(model: &ModelFlops, seq_len: &Numbers, height: usize) -> Numbers {
+/// FLOPs per token by `convention` for each row's sequence length, computed once per distinct length.
+/// A length that is missing, not a positive integer, or that the configuration cannot be counted with
+/// gives null.
+fn model_flops(
+    model: &ModelFlops,
+    convention: crate::conventions::Convention,
+    seq_len: &Numbers,
+    height: usize,
+) -> Numbers {
     let mut cache: HashMap<u64, Option<f64>> = HashMap::new();
     let mut per_len = |s: Option<f64>| -> Option<f64> {
         let s = s.filter(|s| s.is_finite() && *s >= 1.0 && s.fract() == 0.0)? as u64;
-        *cache.entry(s).or_insert_with(|| match model.convention {
+        *cache.entry(s).or_insert_with(|| match convention {
             crate::conventions::Convention::Mfu => crate::flops::flops_per_token(
                 &model.config,
                 s,
