@@ -1,17 +1,14 @@
 //! `mfu enrich`: formats, column detection, constants, outputs, errors, determinism. Expected values are
 //! computed here from the formula, never taken from the tool's earlier output.
 
-use std::collections::HashMap;
-use std::fs::File;
 use std::io::Write;
 
 use arrow::array::{Array, Float64Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use predicates::prelude::*;
 
-use crate::util::{csv_rows, fixtures, OkStdout, Workdir};
+use crate::util::{csv_rows, f64s, fixtures, read_parquet, OkStdout, Workdir};
 
 const ADDED: [&str; 6] = [
     "resolved_device",
@@ -21,46 +18,6 @@ const ADDED: [&str; 6] = [
     "mfu_wall_clock",
     "mfu_fwd_bwd",
 ];
-
-/// A Parquet file read with arrow-rs: the columns (as one batch) and the file's key-value metadata.
-fn read_parquet(path: &std::path::Path) -> (RecordBatch, HashMap<String, String>) {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
-    let meta: HashMap<String, String> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let schema = builder.schema().clone();
-    // pyarrow shows the Arrow schema's metadata: it must carry the same keys as the footer.
-    for key in ["mfu.version", "mfu.peak_table_sha256", "mfu.columns"] {
-        assert_eq!(
-            schema.metadata().get(key),
-            meta.get(key),
-            "{key} in the Arrow schema"
-        );
-    }
-    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
-    (
-        arrow::compute::concat_batches(&schema, &batches).unwrap(),
-        meta,
-    )
-}
-
-fn f64s(batch: &RecordBatch, name: &str) -> Vec<Option<f64>> {
-    let col = batch
-        .column_by_name(name)
-        .unwrap_or_else(|| panic!("no column {name}"));
-    let col = cast(col, &DataType::Float64).unwrap();
-    let a = col.as_any().downcast_ref::<Float64Array>().unwrap();
-    (0..a.len())
-        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
-        .collect()
-}
 
 fn strings(batch: &RecordBatch, name: &str) -> Vec<Option<String>> {
     let col = cast(batch.column_by_name(name).unwrap(), &DataType::Utf8).unwrap();

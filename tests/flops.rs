@@ -682,36 +682,14 @@ fn enrich_with_a_convention_counts_its_numerator() {
             .args(["-o", out, "--quiet"])
             .assert()
             .success();
-        let file = std::fs::File::open(wd.path(out)).unwrap();
-        let builder =
-            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
-        let options = builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
-            .and_then(|kv| kv.iter().find(|k| k.key == "mfu.options").cloned())
-            .and_then(|k| k.value)
-            .unwrap();
-        let batches: Vec<_> = builder.build().unwrap().map(Result::unwrap).collect();
+        let (batch, meta) = crate::util::read_parquet(&wd.path(out));
         let column = |name: &str| -> Vec<f64> {
-            batches
-                .iter()
-                .flat_map(|b| {
-                    let c = arrow::compute::cast(
-                        b.column_by_name(name).unwrap(),
-                        &arrow::datatypes::DataType::Float64,
-                    )
-                    .unwrap();
-                    let a = c
-                        .as_any()
-                        .downcast_ref::<arrow::array::Float64Array>()
-                        .unwrap()
-                        .clone();
-                    a.iter().flatten().collect::<Vec<_>>()
-                })
+            crate::util::f64s(&batch, name)
+                .into_iter()
+                .flatten()
                 .collect()
         };
-        let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+        let options: serde_json::Value = serde_json::from_str(&meta["mfu.options"]).unwrap();
         // FLOPs per token as the enrichment used them: achieved x devices / tokens per second.
         let fpt: Vec<f64> = column("achieved_flops_per_device")
             .iter()

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use arrow::array::Array;
 use assert_cmd::Command;
 
 /// A fresh, empty folder under the target directory for one test.
@@ -115,4 +116,57 @@ impl OkStdout for Command {
 pub fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
     let mut r = csv::Reader::from_reader(text.as_bytes());
     r.deserialize().map(Result::unwrap).collect()
+}
+
+/// A Parquet file read with arrow-rs: the columns (as one batch) and the file's key-value metadata.
+pub fn read_parquet(
+    path: &std::path::Path,
+) -> (
+    arrow::array::RecordBatch,
+    std::collections::HashMap<String, String>,
+) {
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(path).unwrap(),
+    )
+    .unwrap();
+    let meta: std::collections::HashMap<String, String> = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let schema = builder.schema().clone();
+    // pyarrow shows the Arrow schema's metadata: it must carry the same keys as the footer.
+    for key in ["mfu.version", "mfu.peak_table_sha256", "mfu.columns"] {
+        assert_eq!(
+            schema.metadata().get(key),
+            meta.get(key),
+            "{key} in the Arrow schema"
+        );
+    }
+    let batches: Vec<arrow::array::RecordBatch> =
+        builder.build().unwrap().map(Result::unwrap).collect();
+    (
+        arrow::compute::concat_batches(&schema, &batches).unwrap(),
+        meta,
+    )
+}
+
+/// A column of a batch as f64 values, nulls as `None`.
+pub fn f64s(batch: &arrow::array::RecordBatch, name: &str) -> Vec<Option<f64>> {
+    let col = batch
+        .column_by_name(name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    let col = arrow::compute::cast(col, &arrow::datatypes::DataType::Float64).unwrap();
+    let a = col
+        .as_any()
+        .downcast_ref::<arrow::array::Float64Array>()
+        .unwrap();
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect()
 }
