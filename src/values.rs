@@ -245,6 +245,12 @@ pub fn parse_timestamp(text: &str) -> Option<f64> {
         .trim_start_matches('[')
         .trim_end_matches(']')
         .trim();
+    // Every form taken starts with a four-digit year and '-' or '/': anything else (the numbers of a
+    // console line's other groups) is turned away before the parsers are tried.
+    let b = t.as_bytes();
+    if b.len() < 10 || !b[..4].iter().all(u8::is_ascii_digit) || !matches!(b[4], b'-' | b'/') {
+        return None;
+    }
     if let Ok(at) = DateTime::parse_from_rfc3339(t) {
         return Some(at.timestamp_micros() as f64 / 1e6);
     }

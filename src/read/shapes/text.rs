@@ -67,27 +67,25 @@ pub fn read(bytes: &[u8], line: &Regex) -> Result<ShapedFrame, String> {
         for name in &names {
             let value = match caps.name(name).map(|m| m.as_str()) {
                 None => Value::Null,
-                // Plain numbers become numbers; anything else (units, percentages) stays text and is
-                // read later by the columns stage, which knows what each field means.
-                // A timestamp (`2024-02-02 17:32:13`, ISO 8601) in seconds since the epoch, so that a
-                // wall_time group's differences are step times.
-                Some(s) if crate::values::parse_timestamp(s).is_some() => {
-                    crate::values::parse_timestamp(s)
-                        .and_then(serde_json::Number::from_f64)
-                        .map_or(Value::Null, Value::Number)
-                }
-                Some(s) => match parse_cell(s) {
-                    Ok(None) => Value::Null,
-                    _ if s.trim().parse::<i64>().is_ok() => {
-                        Value::from(s.trim().parse::<i64>().expect("just parsed"))
-                    }
-                    Ok(Some(CellNumber {
-                        value,
-                        seconds_per_unit: None,
-                    })) if s.trim().parse::<f64>().is_ok() => {
-                        serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
-                    }
-                    _ => Value::String(s.to_string()),
+                Some(s) => match crate::values::parse_timestamp(s) {
+                    // A timestamp (`2024-02-02 17:32:13`, ISO 8601) in seconds since the epoch, so
+                    // that a wall_time group's differences are step times.
+                    Some(t) => serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number),
+                    // Plain numbers become numbers; anything else (units, percentages) stays text and
+                    // is read later by the columns stage, which knows what each field means.
+                    None => match parse_cell(s) {
+                        Ok(None) => Value::Null,
+                        _ if s.trim().parse::<i64>().is_ok() => {
+                            Value::from(s.trim().parse::<i64>().expect("just parsed"))
+                        }
+                        Ok(Some(CellNumber {
+                            value,
+                            seconds_per_unit: None,
+                        })) if s.trim().parse::<f64>().is_ok() => {
+                            serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)
+                        }
+                        _ => Value::String(s.to_string()),
+                    },
                 },
             };
             row.insert((*name).to_string(), value);
