@@ -25,6 +25,7 @@ use mfu::pipeline::arrow::{
 use mfu::pipeline::summary::summarize_runs;
 use mfu::pipeline::{Options, PipelineError, Plan, Silent};
 use mfu::read::{InputError, ReadError};
+use mfu::store::StoreError;
 
 /// mimalloc for everything the module allocates. With the system allocator each call's column buffers
 /// (8 MB per column per million rows) went back to the kernel when freed and were faulted in, zeroed, on
@@ -67,8 +68,6 @@ const OPTION_NAMES: &[&str] = &[
 
 /// A Python exception for a library error: missing files are `FileNotFoundError`, other I/O `OSError`,
 /// everything else (bad input, bad options) `ValueError`, each with the message the command line prints.
-use mfu::store::StoreError;
-
 fn py_error(e: PipelineError) -> PyErr {
     let message = e.to_string();
     match &e {
