@@ -9,8 +9,7 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::columns::{
-    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldSource,
-    FieldValues, Numbers,
+    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldValues, Numbers,
 };
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
@@ -178,19 +177,7 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();
-    let mut column_warnings = values.column_warnings.clone();
-    let convention = options.columns.convention;
-    if convention != crate::conventions::Convention::Mfu
-        && !matches!(
-            mapping.source(Field::FlopsPerToken),
-            FieldSource::ModelConfig
-        )
-    {
-        column_warnings.push(format!(
-            "--convention {convention} counts FLOPs per token from a model config; this input's come from {}, as given",
-            mapping.source(Field::FlopsPerToken)
-        ));
-    }
+    let column_warnings = values.column_warnings.clone();
     for (old, new) in &renamed {
         df.rename(old, new.as_str().into())?;
     }

@@ -142,3 +142,13 @@ def test_enrich_rebases_a_logged_mfu_on_both_sides(tmp_path):
     ours = online.flops_per_token(config, SEQ)
     for own, row in zip(out, theirs_table):
         assert row["mfu_wall_clock"] / own["mfu_wall_clock"] == pytest.approx(theirs / ours, rel=1e-12)
+
+
+def test_a_convention_that_cannot_apply_is_said_for_tables_in_memory_too():
+    import pyarrow as pa
+
+    table = pa.table({"tokens": [4096.0], "step_time": [0.5]})
+    with pytest.warns(mfu.MfuWarning, match="--convention megatron counts FLOPs per token from a model config"):
+        out = mfu.enrich(table, device=H100, dtype="bf16", num_devices=8, flops_per_token=4.2e10,
+                         convention="megatron").to_pylist()
+    assert out[0]["achieved_flops_per_device"] == pytest.approx(4096 / 0.5 * 4.2e10 / 8, rel=1e-12)

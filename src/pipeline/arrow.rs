@@ -56,7 +56,7 @@ pub fn enrich_record_batch_reporting(
         torn: None,
         rejects: Vec::new(),
     };
-    let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
+    let mut warnings = warnings_for(label, &seen, options);
     warnings.extend(stats_warnings(&done.stats));
     Ok(EnrichedBatch {
         batch: done.batch,
@@ -167,7 +167,7 @@ pub fn enrich_record_batches_whole(
         torn: None,
         rejects: Vec::new(),
     };
-    let mut warnings = warnings_for(label, &seen, options.logged_peak_flops.is_some());
+    let mut warnings = warnings_for(label, &seen, options);
     warnings.extend(stats_warnings(&stats));
     let empty = RecordBatch::new_empty(schema.clone());
     let added = added_arrays(computed)?;

@@ -566,14 +566,10 @@ impl Plan {
 
     /// What the user should know about one input (see [`warnings_for`]).
     fn warnings(&self, input: &Input, seen: &Seen) -> Vec<String> {
-        warnings_for(
-            &input.display,
-            seen,
-            self.options.logged_peak_flops.is_some(),
-        )
-        .iter()
-        .map(|w| self.shown(w))
-        .collect()
+        warnings_for(&input.display, seen, &self.options)
+            .iter()
+            .map(|w| self.shown(w))
+            .collect()
     }
 
     /// `text` with every local copy of a URL input named by its URL (a file a reader opened beside a
@@ -674,9 +670,9 @@ impl Plan {
 }
 
 /// What the user should know about one input (called `display` in the messages): the reader's warnings,
-/// non-numeric cells, renamed columns, missing timing, an MFU column missing under `logged_peak`, lines
-/// that were not read.
-pub fn warnings_for(display: &str, seen: &Seen, logged_peak: bool) -> Vec<String> {
+/// non-numeric cells, a `--convention` that FLOPs given outright leave unused, renamed columns, missing
+/// timing, an MFU column missing under `--logged-peak-flops`, lines that were not read.
+pub fn warnings_for(display: &str, seen: &Seen, options: &EnrichOptions) -> Vec<String> {
     let mut warnings: Vec<String> = seen
         .read_warnings
         .iter()
@@ -692,6 +688,15 @@ pub fn warnings_for(display: &str, seen: &Seen, logged_peak: bool) -> Vec<String
     for warning in &seen.column_warnings {
         warnings.push(format!("{display}: {warning}"));
     }
+    let convention = options.columns.convention;
+    let flops_from = seen.mapping.source(Field::FlopsPerToken);
+    if convention != crate::conventions::Convention::Mfu
+        && !matches!(flops_from, FieldSource::ModelConfig)
+    {
+        warnings.push(format!(
+            "{display}: --convention {convention} counts FLOPs per token from a model config; this input's come from {flops_from}, as given"
+        ));
+    }
     for (old, new) in &seen.renamed {
         warnings.push(format!(
             "{}: the input's own column '{old}' is kept as '{new}'",
@@ -704,7 +709,9 @@ pub fn warnings_for(display: &str, seen: &Seen, logged_peak: bool) -> Vec<String
             display, seen.shape
         ));
     }
-    if logged_peak && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing {
+    if options.logged_peak_flops.is_some()
+        && seen.mapping.source(Field::LoggedMfu) == &FieldSource::Missing
+    {
         warnings.push(format!(
             "{}: --logged-peak-flops given but the log has no MFU column (mfu, mfu(%), perf/mfu_wall_clock, ...)",
             display
