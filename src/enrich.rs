@@ -54,10 +54,12 @@ impl EnrichOptions {
         timing_optional: bool,
         facts: &[crate::columns::RunFact],
         model: Option<&crate::flops::ModelConfig>,
+        hints: &[crate::columns::ColumnHint],
     ) -> EnrichOptions {
         let mut options = self.clone();
         options.columns.timing_optional |= timing_optional;
         options.columns.facts = facts.to_vec();
+        options.columns.hints = hints.to_vec();
         // A model config found beside the log counts FLOPs per token when the sequence length is known
         // (a flag or a fact); --model-config wins over it.
         let seq_len_known = options.columns.constants.seq_len.is_some()

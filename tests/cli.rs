@@ -8,6 +8,7 @@ mod cmd_lookup;
 mod cmd_peaks;
 mod cmd_plot;
 mod cmd_summary;
+mod console;
 mod faults;
 mod fidelity;
 mod flops;

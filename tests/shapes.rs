@@ -1317,13 +1317,15 @@ fn torchtitan_console_log_times_steps_from_tps_and_its_batch_line() {
     );
     assert!(err.contains("torchtitan log, 3 rows"), "{err}");
     assert!(
-        err.contains("device_name='NVIDIA H100 80GB HBM3' from the log's device line 4"),
+        err.contains("device_name='NVIDIA H100 80GB HBM3' from 'cuda_capacity' at line 4"),
         "{err}"
     );
+    assert!(err.contains("1 evaluation"), "{err}");
     let steps: Vec<_> = rows.iter().map(|r| r["step"].clone()).collect();
     assert_eq!(steps, ["1", "10", "20"]);
     assert_eq!(rows[1]["loss"], "9.87654");
-    assert_eq!(rows[1]["mfu"], "0.4047");
+    // The log's own MFU, as printed (a percentage: its column says so).
+    assert_eq!(rows[1]["mfu (%)"], "40.47");
     assert!(close(num(&rows[1], "step_time_s"), 8192.0 / 6912.0));
     // Per device: tps x FLOPs per token over the H100's dense bf16 peak.
     assert!(close(

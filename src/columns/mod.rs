@@ -339,6 +339,34 @@ pub struct ColumnOptions {
     pub lenient: bool,
     /// What the run's own files say about fields its rows do not carry (one input's, set per input).
     pub facts: Vec<RunFact>,
+    /// Which column holds a field, as a console log's vocabulary says (one input's, set per input):
+    /// tried after `--map` and before the aliases.
+    pub hints: Vec<ColumnHint>,
+}
+
+/// A reader's word on which column holds a field, in which unit, and whether it is a running total.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnHint {
+    pub field: Field,
+    pub column: String,
+    pub unit: Option<TimeUnit>,
+    pub cumulative: bool,
+}
+
+impl ColumnHint {
+    pub fn new(
+        field: Field,
+        column: String,
+        unit: Option<TimeUnit>,
+        cumulative: bool,
+    ) -> ColumnHint {
+        ColumnHint {
+            field,
+            column,
+            unit,
+            cumulative,
+        }
+    }
 }
 
 /// A run-level value found in the run's own files (a W&B run's metadata, a Megatron argument dump, an
@@ -639,9 +667,28 @@ pub fn map_columns(
                     })
                 }
             },
-            None => names.find(field),
+            None => None,
         };
+        let hint = match (mapped, column) {
+            (None, None) => options
+                .hints
+                .iter()
+                .find(|h| h.field == field && columns.contains(&h.column.as_str())),
+            _ => None,
+        };
+        let column = column
+            .or_else(|| hint.map(|h| h.column.as_str()))
+            .or_else(|| {
+                if mapped.is_none() {
+                    names.find(field)
+                } else {
+                    None
+                }
+            })
+            .and_then(|c| columns.iter().find(|x| **x == c).copied());
+        let hint_cumulative = hint.is_some_and(|h| h.cumulative);
         let (column, found_cumulative) = match column {
+            Some(c) if hint.is_some() => (Some(c), hint_cumulative),
             Some(c) => (Some(c), false),
             None if mapped.is_none() => {
                 match names.find_by_aliases(field.cumulative_aliases(), field.is_time()) {
@@ -675,6 +722,7 @@ pub fn map_columns(
                 unit: field.is_time().then(|| {
                     options
                         .time_unit
+                        .or_else(|| hint.and_then(|h| h.unit))
                         .unwrap_or_else(|| TimeUnit::from_column_name(c))
                 }),
             },

@@ -132,6 +132,7 @@ impl Options {
                 timing_optional: false,
                 lenient: false,
                 facts: Vec::new(),
+                hints: Vec::new(),
             },
             resolver: Arc::new(self.resolver()?),
             recompute: self.recompute,
@@ -431,6 +432,7 @@ impl Plan {
                 rows: options.rows,
                 line_regex: options.line_regex.clone(),
                 skip_bad_rows: options.skip_bad_rows,
+                num_devices: options.num_devices,
                 budget: Some(MemoryBudget::new(
                     options
                         .max_memory
@@ -497,11 +499,16 @@ impl Plan {
         let rows = read.frame.height();
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options, read.recorded.as_deref())
-        } else if read.shape.timing_optional() || !read.facts.is_empty() || read.model.is_some() {
+        } else if read.shape.timing_optional()
+            || !read.facts.is_empty()
+            || read.model.is_some()
+            || !read.hints.is_empty()
+        {
             let options = self.options.for_input(
                 read.shape.timing_optional(),
                 &read.facts,
                 read.model.as_ref(),
+                &read.hints,
             );
             enrich_frame(read.frame, &options)
         } else {

@@ -6,6 +6,7 @@
 
 pub(crate) mod bytes;
 pub mod compression;
+pub mod console;
 pub mod csv;
 pub mod flat_csv;
 pub mod flat_json;
@@ -322,6 +323,9 @@ pub struct ReadOptions {
     pub skip_bad_rows: bool,
     /// `--max-memory`: what inputs read whole may take, shared by the run's threads (`None`: no limit).
     pub budget: Option<Arc<MemoryBudget>>,
+    /// `--num-devices`, for what a console log's rates give only with the device count (a per-device
+    /// rate into a step time).
+    pub num_devices: Option<f64>,
 }
 
 impl ReadError {
@@ -368,6 +372,8 @@ pub struct ReadOutcome {
     pub model: Option<crate::flops::ModelConfig>,
     /// The options a Parquet file mfu enriched records (its `mfu.options` metadata), as JSON.
     pub recorded: Option<String>,
+    /// Which column holds which field, as a console log's vocabulary says.
+    pub hints: Vec<crate::columns::ColumnHint>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame: a run folder
@@ -409,7 +415,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
     )?;
     let mut facts = shaped.facts;
     let mut notes = shaped.notes;
-    let model = facts_beside(input, shape, &mut facts, &mut notes);
+    let model = facts_beside(input, shape, &mut facts, &mut notes).or(shaped.model);
     for fact in console_facts {
         if !facts.iter().any(|f| f.field == fact.field) {
             facts.push(fact); // what the shape found itself comes first
@@ -419,7 +425,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         frame: shaped.frame,
         shape,
         notes,
-        warnings: Vec::new(),
+        warnings: shaped.warnings,
         torn: None,
         rejects: Vec::new(),
         bytes: total_bytes,
@@ -427,6 +433,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         facts,
         model,
         recorded: None,
+        hints: shaped.hints,
     })
 }
 
@@ -527,6 +534,7 @@ fn read_table_input(
         facts: Vec::new(),
         model: None,
         recorded,
+        hints: Vec::new(),
     })
 }
 
@@ -541,6 +549,7 @@ fn console_facts(shape: Shape, bytes: &[u8]) -> Vec<crate::columns::RunFact> {
             | Shape::MegatronLog
             | Shape::Torchtitan
             | Shape::Olmo
+            | Shape::Console
     ) {
         return Vec::new();
     }
@@ -574,7 +583,9 @@ fn read_shape(
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
-        Shape::Torchtitan => shapes::torchtitan::read(&bytes),
+        Shape::Torchtitan | Shape::Console => {
+            read_console(input, shape, &bytes, options.num_devices)
+        }
         Shape::Olmo => shapes::olmo::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
@@ -604,6 +615,64 @@ fn read_shape(
         Shape::Dvclive => Err("DVCLive runs are read by run folder".into()),
     }
     .map_err(shape_error)
+}
+
+/// Files people keep beside a console log that configure its run.
+const CONFIG_BESIDE: [&str; 9] = [
+    "config.yaml",
+    "config.yml",
+    "config.json",
+    "args.json",
+    "hparams.yaml",
+    "recipe.json",
+    "training_args.json",
+    "params.yaml",
+    "run_config.yaml",
+];
+
+/// A console log by the general reader, with the configuration files beside it.
+fn read_console(
+    input: &Input,
+    shape: Shape,
+    bytes: &[u8],
+    num_devices: Option<f64>,
+) -> Result<shapes::ShapedFrame, String> {
+    let mut beside = Vec::new();
+    if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
+        for name in CONFIG_BESIDE {
+            let path = folder.join(name);
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() < 4 << 20);
+            if let (true, Ok(text)) = (small, std::fs::read_to_string(&path)) {
+                beside.push((path.display().to_string(), text));
+            }
+        }
+    }
+    let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
+    let read = console::read(bytes, framework, &beside, num_devices)?;
+    if !beside.is_empty() {
+        let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();
+        let mut notes = read.notes;
+        notes.push(format!(
+            "configuration read beside the log: {}",
+            names.join(", ")
+        ));
+        return Ok(shapes::ShapedFrame {
+            frame: shapes::rows_to_frame(&read.rows)?,
+            notes,
+            facts: read.facts,
+            warnings: read.warnings,
+            model: read.model,
+            hints: read.hints,
+        });
+    }
+    Ok(shapes::ShapedFrame {
+        frame: shapes::rows_to_frame(&read.rows)?,
+        notes: read.notes,
+        facts: read.facts,
+        warnings: read.warnings,
+        model: read.model,
+        hints: read.hints,
+    })
 }
 
 /// The tag exports of one TensorBoard run (the input and its companions), combined by step.
@@ -797,6 +866,7 @@ impl ReadOutcome {
             facts: Vec::new(),
             model: None,
             recorded: None,
+            hints: Vec::new(),
         }
     }
 

@@ -139,6 +139,7 @@ pub fn read(
             frame,
             notes,
             facts,
+            ..Default::default()
         },
         warnings,
     ))

@@ -141,5 +141,6 @@ pub fn read(bytes: &[u8], rows: RowKinds) -> Result<ShapedFrame, String> {
         frame,
         notes,
         facts: Vec::new(),
+        ..Default::default()
     })
 }

@@ -330,6 +330,7 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         frame: rows_to_frame(&rows)?,
         notes,
         facts,
+        ..Default::default()
     })
 }
 

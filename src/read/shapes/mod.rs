@@ -17,7 +17,6 @@ pub mod olmo;
 pub mod tensorboard;
 pub mod text;
 pub mod tfevents;
-pub mod torchtitan;
 pub mod wandb;
 
 use std::fmt;
@@ -62,10 +61,12 @@ pub enum Shape {
     Wandb,
     /// OLMo console log (`[step=N/M]` headers, indented `name=value` metric lines).
     Olmo,
+    /// Any other console log, read by the general reader (`crate::read::console`).
+    Console,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 17] = [
+    pub const ALL: [Shape; 18] = [
         Shape::Table,
         Shape::HfTrainerState,
         Shape::LlamaFactory,
@@ -83,6 +84,7 @@ impl Shape {
         Shape::Torchtitan,
         Shape::Dvclive,
         Shape::Olmo,
+        Shape::Console,
     ];
 
     pub fn name(self) -> &'static str {
@@ -104,6 +106,7 @@ impl Shape {
             Shape::Torchtitan => "torchtitan",
             Shape::Dvclive => "dvclive",
             Shape::Olmo => "olmo",
+            Shape::Console => "console",
         }
     }
 
@@ -163,6 +166,12 @@ pub struct ShapedFrame {
     pub notes: Vec<String>,
     /// What the file says about the whole run (the device count of a Megatron argument dump, ...).
     pub facts: Vec<crate::columns::RunFact>,
+    /// What the reader found wrong with the file but read past (a last line cut mid-way).
+    pub warnings: Vec<String>,
+    /// The model's shape, where the log prints it, to count FLOPs per token from.
+    pub model: Option<crate::flops::ModelConfig>,
+    /// Which column holds which field, as the log's vocabulary says.
+    pub hints: Vec<crate::columns::ColumnHint>,
 }
 
 /// Guesses the shape of `bytes` from their content; `name` is the file's name, for the TensorBoard export
@@ -192,7 +201,12 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         if ms_swift::detect(head) {
             return Some(Shape::MsSwift);
         }
-        return None;
+        // A Python dict printed first (a config) is no JSON: the rest may be a console log.
+        if serde_json::from_str::<Value>(first_line).is_ok() {
+            return None;
+        }
+        let all = String::from_utf8_lossy(bytes);
+        return crate::read::console::detect(&all).then_some(Shape::Console);
     }
     let text = String::from_utf8_lossy(head);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
@@ -231,14 +245,6 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
     if body.lines().any(megatron_log::is_iteration_line) {
         return Some(Shape::MegatronLog);
     }
-    if body.lines().any(|l| {
-        l.contains("step:")
-            && l.contains("loss:")
-            && (l.contains("tps:") || l.contains("wps:"))
-            && torchtitan::is_step_line(l)
-    }) {
-        return Some(Shape::Torchtitan);
-    }
     if body
         .lines()
         .any(|l| l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "))
@@ -254,6 +260,14 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         {
             return Some(Shape::Olmo);
         }
+    }
+    if crate::read::console::detect(body) {
+        return Some(
+            match crate::read::console::vocabulary::vocabulary().framework_of(body) {
+                Some(f) if f.name == "torchtitan" => Shape::Torchtitan,
+                _ => Shape::Console,
+            },
+        );
     }
     None
 }

@@ -412,6 +412,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             frame,
             notes,
             facts: Vec::new(),
+            ..Default::default()
         },
         warnings,
     ))

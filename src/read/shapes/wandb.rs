@@ -671,6 +671,7 @@ pub fn read(
             frame,
             notes,
             facts,
+            ..Default::default()
         },
         warnings,
     ))

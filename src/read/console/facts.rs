@@ -1,0 +1,530 @@
+//! What configuration printed in or beside a log says about the run: YAML and `key: value` blocks,
+//! JSON, Python dicts and pprint output, `Namespace(...)`, Megatron's dotted argument dump, launch
+//! command lines (`--max_seq_len 512`), sentences (`global batch size 64`). Every line is read for
+//! named values as training lines are ([`super::pairs`]), and the vocabulary's `[facts]` says which
+//! names matter: the world size (or devices per node x nodes, or the product of the parallel degrees),
+//! the precision, the batch, the sequence length and the model's shape. The first value of a name wins,
+//! and each fact remembers its line for `-v`.
+
+use std::collections::HashMap;
+
+use super::vocabulary::{normalise, vocabulary, Fact};
+use crate::columns::{Field, RunFact};
+
+/// A value read for a fact, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub number: Option<f64>,
+    pub text: String,
+    /// `file line N` or `line N`.
+    pub origin: String,
+    pub key: String,
+}
+
+/// The facts of one run, by kind.
+#[derive(Debug, Default, Clone)]
+pub struct ConfigFacts {
+    found: HashMap<Fact, Found>,
+    /// The device names of `CUDA capacity: NAME with ...`-like lines.
+    fp16_scaler: Option<String>,
+}
+
+impl ConfigFacts {
+    pub fn get(&self, fact: Fact) -> Option<&Found> {
+        self.found.get(&fact)
+    }
+
+    pub fn number(&self, fact: Fact) -> Option<f64> {
+        self.found
+            .get(&fact)
+            .and_then(|f| f.number)
+            .filter(|n| n.is_finite() && *n > 0.0)
+    }
+
+    fn origin(&self, fact: Fact) -> String {
+        self.found
+            .get(&fact)
+            .map(|f| format!("'{}' at {}", f.key, f.origin))
+            .unwrap_or_default()
+    }
+
+    /// Adds what `text` says; `place` names it (`line`, or a file name then `line`).
+    pub fn read_text(&mut self, text: &str, place: &str, skip: &dyn Fn(usize) -> bool) {
+        for (index, raw) in text.lines().enumerate() {
+            if skip(index) || raw.len() > 64 * 1024 {
+                continue;
+            }
+            self.read_line(raw, &format!("{place} {}", index + 1));
+        }
+    }
+
+    /// Adds what one line says.
+    pub fn read_line(&mut self, raw: &str, origin: &str) {
+        for line in super::clean::clean(raw) {
+            let text = line.text.as_ref();
+            if self.fp16_scaler.is_none()
+                && (text.contains("Attempted loss scale")
+                    || text.contains("Reducing dynamic loss scale")
+                    || text.contains("Overflow detected. Skipping step"))
+            {
+                self.fp16_scaler = Some(origin.to_string());
+            }
+            // `Namespace(a=1, b=2)`, `TrainArgs(x=1, ...)`: the wrapper off, so its fields separate.
+            let unwrapped;
+            let text = if text.contains("=") && text.contains('(') {
+                unwrapped = unwrap_calls(text);
+                unwrapped.as_str()
+            } else {
+                text
+            };
+            for flag in text.split_whitespace() {
+                // `--bf16` alone on a command line: a flag that is on.
+                if let Some(name) = flag.strip_prefix("--") {
+                    let key = normalise(name);
+                    if vocabulary().fact(&key) == Some(Fact::DtypeFlags) {
+                        self.offer(Fact::DtypeFlags, &key, None, "true", origin);
+                    }
+                }
+            }
+            for pair in super::pairs::pairs(text) {
+                let Some((key, fact)) = sentence_fact(&fact_key(&pair.key)) else {
+                    continue;
+                };
+                match (&pair.value, fact) {
+                    (_, Fact::Device) => {
+                        if let Some(name) = device_after(text, &pair.key) {
+                            self.offer(fact, &key, None, &name, origin);
+                        }
+                    }
+                    (super::pairs::Value::Number { value, .. }, _) => {
+                        self.offer(fact, &key, Some(*value), &value.to_string(), origin)
+                    }
+                    (super::pairs::Value::Text(t), _) => self.offer(fact, &key, None, t, origin),
+                }
+            }
+        }
+    }
+
+    fn offer(&mut self, fact: Fact, key: &str, number: Option<f64>, text: &str, origin: &str) {
+        let text = text.trim().trim_matches(['\'', '"', ',']).to_string();
+        // A precision is a word of the precision vocabulary, never a number (a metric named
+        // `precision` is a classification score); a flag is a boolean that is on.
+        let accepted = match fact {
+            Fact::Dtype => number.is_none() && dtype_word(&text).is_some(),
+            Fact::DtypeFlags | Fact::Gated | Fact::Tied | Fact::Untied => {
+                number.is_some_and(|n| n > 0.0) || is_true(&text)
+            }
+            Fact::Activation | Fact::Device => number.is_none() && !text.is_empty(),
+            _ => number.is_some_and(|n| n.is_finite() && n > 0.0),
+        };
+        if fact == Fact::DtypeFlags && accepted {
+            // bf16: True, fp16: True, fp8: hybrid: the flag's name is the precision.
+            let name = match key.rsplit('_').next().unwrap_or(key) {
+                "bfloat16" => "bf16",
+                "half" => "fp16",
+                "amp" => return,
+                other => other,
+            };
+            let name = name.to_string();
+            self.found.entry(Fact::DtypeFlags).or_insert(Found {
+                number: None,
+                text: name,
+                origin: origin.to_string(),
+                key: key.to_string(),
+            });
+            return;
+        }
+        if fact == Fact::DtypeFlags && key.ends_with("fp8") && !text.is_empty() && !is_false(&text)
+        {
+            self.found.entry(Fact::DtypeFlags).or_insert(Found {
+                number: None,
+                text: "fp8".into(),
+                origin: origin.to_string(),
+                key: key.to_string(),
+            });
+            return;
+        }
+        if !accepted {
+            return;
+        }
+        self.found.entry(fact).or_insert(Found {
+            number,
+            text,
+            origin: origin.to_string(),
+            key: key.to_string(),
+        });
+    }
+
+    /// The device count the user gave (`--num-devices`): it wins over what the log says.
+    pub fn set_world_size(&mut self, n: f64) {
+        self.found.insert(
+            Fact::WorldSize,
+            Found {
+                number: Some(n),
+                text: n.to_string(),
+                origin: "the command line".into(),
+                key: "--num-devices".into(),
+            },
+        );
+    }
+
+    /// The device count: stated, else devices per node x nodes, else the product of the parallel
+    /// degrees (data x tensor x pipeline x context).
+    pub fn world_size(&self) -> Option<(f64, String)> {
+        if let Some(w) = self.number(Fact::WorldSize) {
+            return Some((w, self.origin(Fact::WorldSize)));
+        }
+        if let (Some(d), Some(n)) = (self.number(Fact::DevicesPerNode), self.number(Fact::Nodes)) {
+            return Some((
+                d * n,
+                format!(
+                    "{} x {}",
+                    self.origin(Fact::DevicesPerNode),
+                    self.origin(Fact::Nodes)
+                ),
+            ));
+        }
+        let dp = self.number(Fact::DataParallel)?;
+        let mut w = dp;
+        let mut parts = vec![self.origin(Fact::DataParallel)];
+        for f in [
+            Fact::DataReplicate,
+            Fact::TensorParallel,
+            Fact::PipelineParallel,
+            Fact::ContextParallel,
+        ] {
+            if let Some(n) = self.number(f) {
+                w *= n;
+                parts.push(self.origin(f));
+            }
+        }
+        Some((w, parts.join(" x ")))
+    }
+
+    /// The training precision and where it was read.
+    pub fn dtype(&self) -> Option<(String, String)> {
+        if let Some(f) = self.found.get(&Fact::DtypeFlags) {
+            return Some((f.text.clone(), self.origin(Fact::DtypeFlags)));
+        }
+        if let Some(f) = self.found.get(&Fact::Dtype) {
+            let d = dtype_word(&f.text)?;
+            return Some((d, self.origin(Fact::Dtype)));
+        }
+        self.fp16_scaler.as_ref().map(|at| {
+            (
+                "fp16".to_string(),
+                format!("the fp16 loss scaler's line at {at}"),
+            )
+        })
+    }
+
+    /// Tokens of one optimizer step over all devices: the global batch x the sequence length, or the
+    /// micro-batch x gradient accumulation x data-parallel ranks x the sequence length.
+    pub fn tokens_per_step(&self) -> Option<(f64, String)> {
+        let seq = self.number(Fact::SeqLen)?;
+        if let Some(batch) = self.number(Fact::GlobalBatch) {
+            return Some((
+                batch * seq,
+                format!(
+                    "{} x {}",
+                    self.origin(Fact::GlobalBatch),
+                    self.origin(Fact::SeqLen)
+                ),
+            ));
+        }
+        let micro = self.number(Fact::MicroBatch)?;
+        let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
+        let (ranks, ranks_from) = match self.number(Fact::DataParallel) {
+            Some(dp) => (dp, self.origin(Fact::DataParallel)),
+            None => {
+                let (w, from) = self.world_size()?;
+                let split = [
+                    Fact::TensorParallel,
+                    Fact::PipelineParallel,
+                    Fact::ContextParallel,
+                ]
+                .iter()
+                .filter_map(|f| self.number(*f))
+                .product::<f64>();
+                (w / split, from)
+            }
+        };
+        Some((
+            micro * accum * ranks * seq,
+            format!(
+                "{} x {} x {ranks} data-parallel ranks ({ranks_from}) x {}",
+                self.origin(Fact::MicroBatch),
+                if self.number(Fact::GradAccum).is_some() {
+                    self.origin(Fact::GradAccum)
+                } else {
+                    "no gradient accumulation".into()
+                },
+                self.origin(Fact::SeqLen)
+            ),
+        ))
+    }
+
+    /// The model's shape as the keys of a Hugging Face config, when layers, hidden size, heads and
+    /// vocabulary are all there.
+    pub fn model(&self) -> Option<(crate::flops::ModelConfig, String)> {
+        let int = |f: Fact| self.number(f).map(|n| n.round() as u64);
+        let mut config = serde_json::Map::new();
+        config.insert("model_type".into(), "printed".into());
+        config.insert("num_hidden_layers".into(), int(Fact::Layers)?.into());
+        config.insert("hidden_size".into(), int(Fact::Hidden)?.into());
+        config.insert("num_attention_heads".into(), int(Fact::Heads)?.into());
+        config.insert("vocab_size".into(), int(Fact::Vocab)?.into());
+        if let Some(ffn) = int(Fact::Ffn) {
+            config.insert("intermediate_size".into(), ffn.into());
+        }
+        if let Some(kv) = int(Fact::KvHeads) {
+            config.insert("num_key_value_heads".into(), kv.into());
+        }
+        if let Some(d) = int(Fact::HeadDim) {
+            config.insert("head_dim".into(), d.into());
+        }
+        let act = self
+            .get(Fact::Activation)
+            .map(|f| f.text.to_ascii_lowercase());
+        let gated = self.get(Fact::Gated).is_some()
+            || act.as_deref().is_some_and(|a| {
+                a.contains("silu") || a.contains("swi") || a.contains("glu") || a.contains("swish")
+            });
+        config.insert(
+            "hidden_act".into(),
+            if gated { "silu" } else { "gelu" }.into(),
+        );
+        let origin = [Fact::Layers, Fact::Hidden, Fact::Heads, Fact::Vocab]
+            .iter()
+            .map(|f| self.origin(*f))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = serde_json::Value::Object(config).to_string();
+        crate::flops::ModelConfig::from_json(&text, "the printed model shape")
+            .ok()
+            .map(|c| (c, origin))
+    }
+
+    /// The run facts: device count, precision, sequence length, tokens a step, device.
+    pub fn run_facts(&self) -> Vec<RunFact> {
+        let mut facts = Vec::new();
+        if let Some((w, from)) = self.world_size() {
+            facts.push(RunFact::number(Field::NumDevices, w, from));
+        }
+        if let Some((d, from)) = self.dtype() {
+            facts.push(RunFact::text(Field::Dtype, d, from));
+        }
+        if let Some(s) = self.number(Fact::SeqLen) {
+            facts.push(RunFact::number(Field::SeqLen, s, self.origin(Fact::SeqLen)));
+        }
+        if let Some((t, from)) = self.tokens_per_step() {
+            facts.push(RunFact::number(
+                Field::Tokens,
+                t,
+                format!("tokens a step = {from}"),
+            ));
+        }
+        if let Some(d) = self.get(Fact::Device) {
+            facts.push(RunFact::text(
+                Field::DeviceName,
+                d.text.clone(),
+                self.origin(Fact::Device),
+            ));
+        }
+        facts
+    }
+}
+
+/// A configuration key as the vocabulary compares it: `--max_seq_len` → `max_seq_len`,
+/// `seq_length .......` → `seq_length`, `trainer.n_gpus_per_node` → `trainer_n_gpus_per_node`; of a
+/// key of several words, the words from the last `--flag` on.
+fn fact_key(key: &str) -> String {
+    let key = match key.rfind("--") {
+        Some(at) => &key[at..],
+        None => key,
+    };
+    normalise(key.trim_end_matches(['.', ' ']))
+}
+
+/// The fact a key names: the whole key, else its last words (`Trainer is initialized with local batch
+/// size` is `local_batch_size`), unless a dropped word says it is about something else (`eval batch
+/// size`, `max position ...`).
+fn sentence_fact(key: &str) -> Option<(String, Fact)> {
+    if let Some(fact) = vocabulary().fact(key) {
+        return Some((key.to_string(), fact));
+    }
+    let words: Vec<&str> = key.split('_').collect();
+    for start in 1..words.len() {
+        let dropped = &words[..start];
+        if dropped.iter().any(|w| {
+            matches!(
+                *w,
+                "eval"
+                    | "val"
+                    | "valid"
+                    | "validation"
+                    | "test"
+                    | "max"
+                    | "min"
+                    | "micro"
+                    | "per"
+                    | "total"
+                    | "global"
+                    | "local"
+                    | "padded"
+                    | "new"
+                    | "old"
+                    | "effective"
+            )
+        }) {
+            return None;
+        }
+        let tail = words[start..].join("_");
+        if let Some(fact) = vocabulary().fact(&tail) {
+            return Some((tail, fact));
+        }
+    }
+    None
+}
+
+/// `Namespace(a=1, b=2)` → `a=1, b=2`: a call's name and parentheses off, where its arguments are
+/// `name=value`.
+fn unwrap_calls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    let mut word_start: Option<usize> = None;
+    while let Some((i, c)) = chars.next() {
+        if c.is_alphanumeric() || c == '_' || c == '.' {
+            word_start.get_or_insert(out.len());
+            out.push(c);
+            continue;
+        }
+        if c == '(' {
+            if let Some(s) = word_start {
+                let inner_has_eq = text[i + 1..]
+                    .split(')')
+                    .next()
+                    .is_some_and(|x| x.contains('='));
+                if inner_has_eq && out[s..].chars().next().is_some_and(char::is_alphabetic) {
+                    out.truncate(s);
+                    out.push_str(", ");
+                    word_start = None;
+                    continue;
+                }
+            }
+        }
+        if c == ')' {
+            out.push_str(", ");
+            word_start = None;
+            continue;
+        }
+        word_start = None;
+        out.push(c);
+        let _ = chars.peek();
+    }
+    out
+}
+
+/// The device name after `key:` on the line: `CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB
+/// memory` → `NVIDIA H100 80GB HBM3`.
+fn device_after(text: &str, key: &str) -> Option<String> {
+    let at = text.find(key)? + key.len();
+    let rest = text[at..]
+        .trim_start()
+        .trim_start_matches([':', '='])
+        .trim();
+    let name = rest.split(" with ").next()?.trim();
+    let name = match name.rfind(" (") {
+        Some(p) if name.ends_with(')') => &name[..p],
+        _ => name,
+    };
+    let name = name.trim_matches(['\'', '"', ',']);
+    (!name.is_empty() && name.len() < 100).then(|| name.to_string())
+}
+
+/// A precision word (`bf16`, `torch.bfloat16`, `Precision.AMP_FP16`, `bf16-mixed`) as mfu names it;
+/// a number is never one.
+pub fn dtype_word(text: &str) -> Option<String> {
+    let t = text.trim().trim_matches(['\'', '"']);
+    if t.is_empty() || t.parse::<f64>().is_ok() {
+        return None;
+    }
+    let lower = t.to_ascii_lowercase();
+    let bare = match lower.rsplit_once('.') {
+        Some((head, tail)) if !head.contains(|c: char| c.is_ascii_digit()) => tail,
+        _ => lower.as_str(),
+    };
+    for candidate in [lower.as_str(), bare] {
+        if let Some(d) = crate::peaks::precision::parse_dtype(candidate) {
+            return Some(d.as_str().to_string());
+        }
+    }
+    None
+}
+
+fn is_true(text: &str) -> bool {
+    matches!(
+        text.to_ascii_lowercase().as_str(),
+        "true" | "yes" | "on" | "1"
+    )
+}
+
+fn is_false(text: &str) -> bool {
+    matches!(
+        text.to_ascii_lowercase().as_str(),
+        "false" | "no" | "off" | "0" | "none" | "null" | "~"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> ConfigFacts {
+        let mut f = ConfigFacts::default();
+        f.read_text(text, "line", &|_| false);
+        f
+    }
+
+    #[test]
+    fn layouts_of_printed_configuration() {
+        let f = read("trainer:\n  n_gpus_per_node: 8\n  nnodes: 2\ndata:\n  max_seq_len: 4096\n  train_batch_size: 256\nmixed_precision: bf16\n");
+        assert_eq!(f.world_size().unwrap().0, 16.0);
+        assert_eq!(f.dtype().unwrap().0, "bf16");
+        assert_eq!(f.tokens_per_step().unwrap().0, 256.0 * 4096.0);
+        let f = read(
+            "Namespace(world_size=4, seq_length=1024, global_batch_size=32, fp16=True, bf16=False)",
+        );
+        assert_eq!(f.world_size().unwrap().0, 4.0);
+        assert_eq!(f.dtype().unwrap().0, "fp16");
+        assert_eq!(f.tokens_per_step().unwrap().0, 32.0 * 1024.0);
+        let f = read("torchrun --nproc_per_node=2 train.py --bf16 --max_seq_length 512 --per_device_train_batch_size 8 --gradient_accumulation_steps 4\n--nnodes 1\n");
+        assert_eq!(f.world_size().unwrap().0, 2.0);
+        assert_eq!(f.dtype().unwrap().0, "bf16");
+        assert_eq!(f.tokens_per_step().unwrap().0, 8.0 * 4.0 * 2.0 * 512.0);
+        let f = read("  seq_length ...................................... 8192\n  world_size ...................................... 8\n  bf16 ............................................ True\n");
+        assert_eq!(f.number(Fact::SeqLen), Some(8192.0));
+        assert_eq!(f.world_size().unwrap().0, 8.0);
+        assert_eq!(f.dtype().unwrap().0, "bf16");
+        let f = read("{'model_name': 'phi-2', 'micro_batch_size': 8, 'precision': 'bf16-true', 'n_layer': 32, 'n_head': 32, 'n_embd': 2560, 'padded_vocab_size': 51200, 'block_size': 2048}");
+        assert_eq!(f.dtype().unwrap().0, "bf16");
+        assert!(f.model().is_some());
+        assert_eq!(f.number(Fact::SeqLen), Some(2048.0));
+    }
+
+    #[test]
+    fn a_metric_named_precision_is_not_the_precision() {
+        let f = read("precision: 0.83\nrecall: 0.7\n");
+        assert!(f.dtype().is_none());
+        assert_eq!(dtype_word("Precision.AMP_FP16").as_deref(), Some("fp16"));
+        assert_eq!(dtype_word("torch.bfloat16").as_deref(), Some("bf16"));
+        assert_eq!(dtype_word("16"), None);
+    }
+
+    #[test]
+    fn devices_and_the_fp16_scaler() {
+        let f = read("CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory\n[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n");
+        assert_eq!(f.get(Fact::Device).unwrap().text, "NVIDIA H100 80GB HBM3");
+        assert_eq!(f.dtype().unwrap().0, "fp16");
+    }
+}

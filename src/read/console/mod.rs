@@ -1,0 +1,698 @@
+//! Console logs of any trainer, read by one general reader with what frameworks differ in kept as data.
+//!
+//! Every line is cleaned ([`clean`]: colour codes, rank and launcher tags, a leading timestamp kept as
+//! `wall_time`, glued lines split) and read for named values ([`pairs`]). A line with a step counter and
+//! other numbers is a training-line candidate; its *family* is its step key and whether it is an
+//! evaluation line. The largest training family gives the rows, one column per key as printed
+//! (`timing_s/step`, `elapsed time per iteration (ms)`, a unit written against the values added in
+//! parentheses: `time (ms)`, `mfu (%)`); the lines of other families are counted and kept out.
+//! Indented one-value lines after a step header are that step's (OLMo, Composer).
+//!
+//! What the keys mean is data ([`vocabulary`], `frameworks.toml`): which column is the step time, the
+//! step's tokens, a global or per-device token or sample rate, the framework's own MFU. From that and the
+//! configuration printed in or beside the log ([`facts`]) the reader derives what the rows lack: a step
+//! time from tokens over a rate (torchtitan's `tps`), tokens from a rate times the step time (llm.c's
+//! `tok/s`, DeepSpeed's samples/s), tokens from the global batch and sequence length (Megatron); each
+//! derivation is a note for `-v`. The column stage then maps columns by the roles found here (hints),
+//! before its own aliases.
+
+pub mod clean;
+pub mod facts;
+pub mod pairs;
+pub mod vocabulary;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value as Json};
+
+use crate::columns::{ColumnHint, Field, RunFact, TimeUnit};
+use pairs::{Pair, Value};
+use vocabulary::{normalise, vocabulary, Fact, Framework, Role};
+
+/// What the reader made of a console log.
+#[derive(Debug, Default)]
+pub struct ConsoleRead {
+    pub rows: Vec<Map<String, Json>>,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+    pub facts: Vec<RunFact>,
+    pub model: Option<crate::flops::ModelConfig>,
+    pub hints: Vec<ColumnHint>,
+    pub framework: Option<String>,
+}
+
+/// A candidate training line (with its continuation lines).
+#[derive(Debug)]
+struct Record {
+    /// Index (from 0) of the line it starts on.
+    line: usize,
+    wall_time: Option<f64>,
+    rank: Option<u32>,
+    pairs: Vec<Pair>,
+    family: (String, bool),
+}
+
+/// Whether a key (normalised) or the text says the line is an evaluation's.
+fn is_evaluation(text: &str, pairs: &[Pair]) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let head: &str = lower.split(['|', ',']).next().unwrap_or("");
+    head.contains("validat")
+        || head.contains("eval")
+        || pairs.iter().any(|p| {
+            let k = normalise(&p.key);
+            k.starts_with("val_")
+                || k.starts_with("eval")
+                || k.starts_with("validation")
+                || k.starts_with("test_")
+                || k.starts_with("val") && k.len() > 3 && !k.as_bytes()[3].is_ascii_alphabetic()
+        })
+}
+
+/// The step key of a line's pairs: the first numeric pair whose key is a step counter.
+fn step_key(pairs: &[Pair], framework: Option<&Framework>) -> Option<String> {
+    pairs.iter().find_map(|p| {
+        if !p.value.number().is_some_and(|n| n.is_finite() && n >= 0.0) {
+            return None;
+        }
+        let k = normalise(&p.key);
+        if vocabulary().role(&k, framework) == Some(Role::Step) {
+            return Some(k);
+        }
+        // `validate step: 20`, `eval step 3`: an evaluation's step counter.
+        let (first, last) = (k.split('_').next()?, k.rsplit('_').next()?);
+        (k.contains('_')
+            && [
+                "val",
+                "validate",
+                "validation",
+                "eval",
+                "evaluate",
+                "evaluation",
+                "test",
+            ]
+            .contains(&first)
+            && vocabulary().role(last, framework) == Some(Role::Step))
+        .then(|| last.to_string())
+    })
+}
+
+/// Scans `text` for candidate training lines; `limit` stops after that many (for detection).
+fn records(text: &str, framework: Option<&Framework>, limit: usize) -> Vec<Record> {
+    let mut out: Vec<Record> = Vec::new();
+    // A header's continuation lines are taken while they follow it directly.
+    let mut open: Option<usize> = None;
+    for (index, raw) in text.lines().enumerate() {
+        if raw.len() > 1 << 20 {
+            open = None;
+            continue;
+        }
+        for line in clean::clean(raw) {
+            let found = pairs::pairs(&line.text);
+            if found.is_empty() {
+                open = None;
+                continue;
+            }
+            if let Some(key) = step_key(&found, framework) {
+                let eval = is_evaluation(&line.text, &found);
+                out.push(Record {
+                    line: index,
+                    wall_time: line.wall_time,
+                    rank: line.rank,
+                    pairs: found,
+                    family: (key, eval),
+                });
+                if out.len() > limit {
+                    out.pop();
+                    return out;
+                }
+                open = Some(out.len() - 1);
+                continue;
+            }
+            match open {
+                Some(at) if line.indented && found.len() == 1 => {
+                    out[at].pairs.extend(found);
+                }
+                _ => open = None,
+            }
+        }
+    }
+    out
+}
+
+/// The numeric keys of a record other than its step.
+fn numbers(record: &Record) -> usize {
+    record
+        .pairs
+        .iter()
+        .filter(|p| p.value.number().is_some() && normalise(&p.key) != record.family.0)
+        .count()
+}
+
+/// Whether `text` holds a family of training lines this reader takes: three lines (or one, with four
+/// numbers besides its step) with a step counter and at least two other numbers.
+pub fn detect(text: &str) -> bool {
+    let framework = vocabulary().framework_of(head(text));
+    let found = records(text, framework, 64);
+    let good: Vec<&Record> = found
+        .iter()
+        .filter(|r| !r.family.1 && numbers(r) >= 2)
+        .collect();
+    let mut counts: HashMap<&(String, bool), usize> = HashMap::new();
+    for r in &good {
+        *counts.entry(&r.family).or_default() += 1;
+    }
+    counts.values().any(|n| *n >= 3) || good.iter().any(|r| numbers(r) >= 4)
+}
+
+/// The part of a log searched for framework markers.
+fn head(text: &str) -> &str {
+    let mut end = text.len().min(4 << 20);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A column name for a key and the unit written against its values.
+fn column_name(key: &str, unit: &str) -> String {
+    let n = normalise(key);
+    let states_unit = ["_ms", "_s", "_us", "_sec", "_pct", "_percent"]
+        .iter()
+        .any(|u| n.ends_with(u))
+        || key.contains('%');
+    match unit {
+        "s" | "ms" | "us" | "%" if !states_unit && !key.ends_with(&format!("({unit})")) => {
+            format!("{key} ({unit})")
+        }
+        _ => key.to_string(),
+    }
+}
+
+/// The unit written against a value ("" for text).
+fn unit_of(value: &Value) -> &str {
+    match value {
+        Value::Number { unit, .. } => unit,
+        Value::Text(_) => "",
+    }
+}
+
+/// A family (its step key, whether it is an evaluation's) and its rank (timed, lines).
+type Family = ((String, bool), (bool, usize));
+
+/// A per-row derivation and the words that say how it was made.
+type Derivation<'a> = (String, Box<dyn Fn(&Map<String, Json>) -> Option<f64> + 'a>);
+
+/// `43.2K` → 43,200 (nanotron's counts).
+fn scale(unit: &str) -> Option<f64> {
+    match unit {
+        "K" | "k" => Some(1e3),
+        "M" => Some(1e6),
+        "G" | "B" => Some(1e9),
+        "T" => Some(1e12),
+        _ => None,
+    }
+}
+
+/// Reads a console log; `framework` names its framework when known (`--shape`), else its markers
+/// say; `beside` are the configuration files kept beside it (name, text).
+pub fn read(
+    bytes: &[u8],
+    framework: Option<&str>,
+    beside: &[(String, String)],
+    num_devices: Option<f64>,
+) -> Result<ConsoleRead, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let vocab = vocabulary();
+    let framework = framework
+        .and_then(|name| vocab.framework(name))
+        .or_else(|| vocab.framework_of(head(&text)));
+    let mut found = records(&text, framework, usize::MAX);
+    let total_lines = text.lines().count();
+    // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
+    let mut by_rank: HashMap<u32, usize> = HashMap::new();
+    for r in &found {
+        if let Some(rank) = r.rank {
+            *by_rank.entry(rank).or_default() += 1;
+        }
+    }
+    let mut other_ranks = 0;
+    if by_rank.len() > 1 {
+        let (&rank, _) = by_rank
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .expect("not empty");
+        let before = found.len();
+        found.retain(|r| r.rank.is_none_or(|r| r == rank));
+        other_ranks = before - found.len();
+    }
+    // Families by how they rank: lines that carry a time or a rate first, then the most lines, then
+    // the first seen.
+    let mut families: Vec<Family> = Vec::new();
+    for r in found.iter().filter(|r| numbers(r) >= 1) {
+        let timed = r.pairs.iter().any(|p| {
+            matches!(
+                vocab.role(
+                    &normalise(&column_name(&p.key, unit_of(&p.value))),
+                    framework
+                ),
+                Some(
+                    Role::StepTime
+                        | Role::Elapsed
+                        | Role::TokensPerSecond
+                        | Role::TokensPerSecondPerDevice
+                        | Role::SamplesPerSecond
+                        | Role::SamplesPerSecondPerDevice
+                )
+            )
+        });
+        match families.iter_mut().find(|(f, _)| *f == r.family) {
+            Some((_, (t, n))) => {
+                *t |= timed;
+                *n += 1;
+            }
+            None => families.push((r.family.clone(), (timed, 1))),
+        }
+    }
+    let mut best: Option<&Family> = None;
+    for f in families.iter().filter(|(f, _)| !f.1) {
+        if best.is_none_or(|b| f.1 > b.1) {
+            best = Some(f);
+        }
+    }
+    let Some((family, _)) = best.cloned() else {
+        return Err(if families.is_empty() {
+            "no line with a step counter and named numbers (such as 'step: 10  loss: 2.1  step_time: 0.5'); give --line-regex with named groups".into()
+        } else {
+            "only evaluation lines have a step counter: nothing to read as training steps".into()
+        });
+    };
+    let kept_out = found.iter().filter(|r| r.family != family).count();
+    let evaluation = found
+        .iter()
+        .filter(|r| r.family != family && r.family.1)
+        .count();
+    found.retain(|r| r.family == family);
+    let mut notes = vec![format!(
+        "general console reader{}: {} training line(s) with step key '{}' of {total_lines} line(s)",
+        framework
+            .map(|f| format!(" (framework: {})", f.name))
+            .unwrap_or_default(),
+        found.len(),
+        family.0
+    )];
+    if let Some(f) = framework.and_then(|f| f.notes.as_ref()) {
+        notes.push(f.clone());
+    }
+    if kept_out > 0 {
+        notes.push(format!(
+            "{kept_out} line(s) of other families kept out of the rows ({evaluation} evaluation)"
+        ));
+    }
+    if other_ranks > 0 {
+        notes.push(format!(
+            "{other_ranks} training line(s) of other ranks left out (one rank's lines are the run's)"
+        ));
+    }
+    let mut warnings = Vec::new();
+    // A last line cut mid-way: the file does not end in a newline and its last training line has
+    // fewer values than the family usually has.
+    if !bytes.ends_with(b"\n") && !bytes.is_empty() {
+        let last_line = total_lines.saturating_sub(1);
+        if let Some(last) = found.last() {
+            let mut counts: Vec<usize> = found.iter().map(|r| r.pairs.len()).collect();
+            counts.sort_unstable();
+            let usual = counts[counts.len() / 2];
+            if last.line == last_line && last.pairs.len() < usual {
+                warnings.push(format!(
+                    "the last line ({}) is cut mid-way ({} of {usual} values): left out",
+                    last.line + 1,
+                    last.pairs.len()
+                ));
+                found.pop();
+            }
+        }
+    }
+    // Repeats of one step in a row (several ranks writing the same line without a tag) count once.
+    let before = found.len();
+    found.dedup_by(|b, a| a.pairs == b.pairs);
+    if found.len() < before {
+        notes.push(format!(
+            "{} repeated line(s) of one step counted once",
+            before - found.len()
+        ));
+    }
+
+    // Columns: one per key, its unit in its name.
+    let mut units: HashMap<String, String> = HashMap::new();
+    for r in &found {
+        for p in &r.pairs {
+            if let Value::Number { unit, .. } = &p.value {
+                units.entry(p.key.clone()).or_insert_with(|| unit.clone());
+            }
+        }
+    }
+    let mut rows: Vec<Map<String, Json>> = Vec::with_capacity(found.len());
+    let mut text_in_numbers = 0usize;
+    let numeric_keys: std::collections::HashSet<&str> = found
+        .iter()
+        .flat_map(|r| r.pairs.iter())
+        .filter(|p| p.value.number().is_some())
+        .map(|p| p.key.as_str())
+        .collect();
+    let with_wall_time = found.iter().any(|r| r.wall_time.is_some())
+        && !found
+            .iter()
+            .any(|r| r.pairs.iter().any(|p| normalise(&p.key) == "wall_time"));
+    for r in &found {
+        let mut row = Map::new();
+        if with_wall_time {
+            row.insert(
+                "wall_time".into(),
+                r.wall_time
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(Json::Null, Json::Number),
+            );
+        }
+        for p in &r.pairs {
+            let unit = units.get(&p.key).map(String::as_str).unwrap_or("");
+            let name = column_name(&p.key, if scale(unit).is_some() { "" } else { unit });
+            if row.contains_key(&name) {
+                continue; // a key twice on one line: the first is the line's
+            }
+            let value = match &p.value {
+                Value::Number { value, unit, .. } => {
+                    let v = value * scale(unit).unwrap_or(1.0);
+                    if normalise(&p.key) == family.0 && v.fract() == 0.0 && v.abs() < 9e15 {
+                        Json::from(v as i64)
+                    } else {
+                        serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number)
+                    }
+                }
+                Value::Text(t) if numeric_keys.contains(p.key.as_str()) => {
+                    let _ = t;
+                    text_in_numbers += 1;
+                    Json::Null
+                }
+                Value::Text(t) => Json::String(t.clone()),
+            };
+            row.insert(name, value);
+        }
+        rows.push(row);
+    }
+    if text_in_numbers > 0 {
+        notes.push(format!(
+            "{text_in_numbers} value(s) that are words in columns of numbers (such as 'n/a') read as empty"
+        ));
+    }
+
+    // What the printed configuration says.
+    let mut config = facts::ConfigFacts::default();
+    let used: std::collections::HashSet<usize> = found.iter().map(|r| r.line).collect();
+    config.read_text(&text, "line", &|i| used.contains(&i));
+    for (name, body) in beside {
+        config.read_text(body, &format!("{name} line"), &|_| false);
+    }
+    if let Some(n) = num_devices {
+        config.set_world_size(n);
+    }
+    let mut facts = config.run_facts();
+    let model = config.model().map(|(m, origin)| {
+        notes.push(format!(
+            "the model's shape printed in the log ({origin}) counts FLOPs per token"
+        ));
+        m
+    });
+
+    // Roles of the columns, then what they give.
+    let columns: Vec<String> = {
+        let mut seen = Vec::new();
+        for row in &rows {
+            for k in row.keys() {
+                if !seen.contains(k) {
+                    seen.push(k.clone());
+                }
+            }
+        }
+        seen
+    };
+    let role_of = |column: &str| vocab.role(&normalise(column), framework);
+    let first = |role: Role| columns.iter().find(|c| role_of(c) == Some(role)).cloned();
+    let mut hints = Vec::new();
+    if let Some(c) = first(Role::Step) {
+        hints.push(ColumnHint::new(Field::Step, c, None, false));
+    }
+    let step_time = first(Role::StepTime);
+    let elapsed = first(Role::Elapsed);
+    let tokens = first(Role::Tokens);
+    let tokens_seen = first(Role::TokensSeen);
+    let time_unit = |c: &str| {
+        let from_values = match units
+            .iter()
+            .find(|(k, _)| column_name(k, units[*k].as_str()) == c)
+        {
+            Some((_, u)) if u == "ms" => Some(TimeUnit::Milliseconds),
+            Some((_, u)) if u == "us" => Some(TimeUnit::Microseconds),
+            _ => None,
+        };
+        from_values.unwrap_or_else(|| TimeUnit::from_column_name(c))
+    };
+    let seconds = |row: &Map<String, Json>, c: &str| {
+        row.get(c)
+            .and_then(Json::as_f64)
+            .map(|v| v * time_unit(c).to_seconds())
+            .filter(|s| s.is_finite() && *s > 0.0)
+    };
+    let world = config.world_size().map(|(w, _)| w);
+    let seq = config.number(Fact::SeqLen);
+    let tokens_fact = config.tokens_per_step();
+    let local_tokens = match (config.number(Fact::MicroBatch), seq) {
+        (Some(m), Some(s)) => Some(m * config.number(Fact::GradAccum).unwrap_or(1.0) * s),
+        _ => None,
+    };
+    let rate = |role: Role| first(role);
+    let mut derived_time = None;
+    if step_time.is_none() {
+        let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
+        let derivation: Option<Derivation<'_>> = if let (Some(r), Some(t)) =
+            (rate(Role::TokensPerSecond), global_tokens)
+        {
+            Some((
+                format!("tokens a step ({t}) / '{r}'"),
+                Box::new(move |row| {
+                    row.get(&r)
+                        .and_then(Json::as_f64)
+                        .filter(|v| *v > 0.0)
+                        .map(|v| t / v)
+                }),
+            ))
+        } else if let (Some(r), Some(local)) = (rate(Role::TokensPerSecondPerDevice), local_tokens)
+        {
+            Some((
+                    format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
+                    Box::new(move |row| row.get(&r).and_then(Json::as_f64).filter(|v| *v > 0.0).map(|v| local / v)),
+                ))
+        } else if let (Some(r), Some(t), Some(w)) =
+            (rate(Role::TokensPerSecondPerDevice), global_tokens, world)
+        {
+            Some((
+                format!("tokens a step ({t}) / ('{r}' x {w} devices)"),
+                Box::new(move |row| {
+                    row.get(&r)
+                        .and_then(Json::as_f64)
+                        .filter(|v| *v > 0.0)
+                        .map(|v| t / (v * w))
+                }),
+            ))
+        } else if let (Some(r), Some(t), Some(s)) =
+            (rate(Role::SamplesPerSecond), global_tokens, seq)
+        {
+            Some((
+                format!("samples a step ({}) / '{r}'", t / s),
+                Box::new(move |row| {
+                    row.get(&r)
+                        .and_then(Json::as_f64)
+                        .filter(|v| *v > 0.0)
+                        .map(|v| t / s / v)
+                }),
+            ))
+        } else {
+            None
+        };
+        if elapsed.is_none() || derivation.is_some() {
+            if let Some((how, f)) = derivation {
+                let mut timed = 0;
+                for row in &mut rows {
+                    let v = f(row);
+                    timed += usize::from(v.is_some());
+                    row.insert(
+                        "step_time_s".into(),
+                        v.and_then(serde_json::Number::from_f64)
+                            .map_or(Json::Null, Json::Number),
+                    );
+                }
+                notes.push(format!("step_time_s = {how}: {timed} row(s) timed"));
+                derived_time = Some("step_time_s".to_string());
+            }
+        }
+    }
+    match (&step_time, &derived_time, &elapsed) {
+        (Some(c), _, _) => hints.push(ColumnHint::new(
+            Field::StepTime,
+            c.clone(),
+            Some(time_unit(c)),
+            false,
+        )),
+        (None, Some(c), _) => hints.push(ColumnHint::new(
+            Field::StepTime,
+            c.clone(),
+            Some(TimeUnit::Seconds),
+            false,
+        )),
+        (None, None, Some(c)) => hints.push(ColumnHint::new(
+            Field::StepTime,
+            c.clone(),
+            Some(time_unit(c)),
+            true,
+        )),
+        _ => {}
+    }
+    let time_column = step_time.clone().or(derived_time.clone());
+    if let Some(c) = &tokens {
+        hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, false));
+    } else if let Some(c) = &tokens_seen {
+        hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, true));
+    } else if tokens_fact.is_none() {
+        // Tokens from the rows: the global batch x the sequence length, or a rate x the step time.
+        let batch = first(Role::GlobalBatch);
+        let made: Option<Derivation<'_>> = if let (Some(b), Some(s)) = (batch, seq) {
+            Some((
+                format!("'{b}' x the sequence length {s}"),
+                Box::new(move |row| row.get(&b).and_then(Json::as_f64).map(|v| v * s)),
+            ))
+        } else if let (Some(r), Some(tc)) = (rate(Role::TokensPerSecond), time_column.clone()) {
+            let sec = seconds;
+            Some((
+                format!("'{r}' x '{tc}'"),
+                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * sec(row, &tc)?)),
+            ))
+        } else if let (Some(r), Some(tc), Some(w)) = (
+            rate(Role::TokensPerSecondPerDevice),
+            time_column.clone(),
+            world,
+        ) {
+            let sec = seconds;
+            Some((
+                format!("'{r}' x {w} devices x '{tc}'"),
+                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * w * sec(row, &tc)?)),
+            ))
+        } else if let (Some(r), Some(tc), Some(s)) =
+            (rate(Role::SamplesPerSecond), time_column.clone(), seq)
+        {
+            let sec = seconds;
+            Some((
+                format!("'{r}' x the sequence length {s} x '{tc}'"),
+                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * s * sec(row, &tc)?)),
+            ))
+        } else {
+            None
+        };
+        if let Some((how, f)) = made {
+            let mut counted = 0;
+            for row in &mut rows {
+                let v = f(row);
+                counted += usize::from(v.is_some());
+                row.insert(
+                    "tokens".into(),
+                    v.and_then(serde_json::Number::from_f64)
+                        .map_or(Json::Null, Json::Number),
+                );
+            }
+            notes.push(format!("tokens = {how}: {counted} row(s) counted"));
+            hints.push(ColumnHint::new(Field::Tokens, "tokens".into(), None, false));
+        }
+    }
+    if let Some(c) = first(Role::LoggedMfu) {
+        hints.push(ColumnHint::new(Field::LoggedMfu, c, None, false));
+    }
+    // Facts the rows give themselves are not facts of the run.
+    if hints.iter().any(|h| h.field == Field::Tokens) {
+        facts.retain(|f| f.field != Field::Tokens);
+    }
+    Ok(ConsoleRead {
+        rows,
+        notes,
+        warnings,
+        facts,
+        model,
+        hints,
+        framework: framework.map(|f| f.name.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(read: &ConsoleRead, name: &str) -> Vec<Option<f64>> {
+        read.rows
+            .iter()
+            .map(|r| r.get(name).and_then(Json::as_f64))
+            .collect()
+    }
+
+    #[test]
+    fn torchtitan_of_2026_times_steps_from_tps_with_accumulation() {
+        let log = "[rank0]:[titan] 2026-04-18 22:15:35,952 - root - INFO - CUDA capacity: NVIDIA GeForce RTX 5090 with 31.36GiB memory\n\
+[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, global batch size 16, gradient accumulation steps 2, sequence length 2048, total steps 20000 (warmup 500)\n\
+[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Training starts at step 1\n\
+[rank0]:[titan] 2026-04-18 22:16:26,294 - root - INFO - \u{1b}[31mstep: 100  \u{1b}[32mloss:  7.99030  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,848  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
+[rank0]:[titan] 2026-04-18 22:16:27,294 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
+[rank0]:[titan] 2026-04-18 22:16:27,400 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
+        assert!(detect(log));
+        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        assert_eq!(r.framework.as_deref(), Some("torchtitan"));
+        assert_eq!(r.rows.len(), 2);
+        // 8 sequences x 2 micro-batches x 2048 tokens / 70,848 tokens per second.
+        let t = column(&r, "step_time_s");
+        assert!((t[0].unwrap() - 8.0 * 2.0 * 2048.0 / 70848.0).abs() < 1e-12);
+        assert_eq!(column(&r, "mfu (%)"), vec![Some(15.43), Some(15.43)]);
+        let tokens = r.facts.iter().find(|f| f.field == Field::Tokens).unwrap();
+        assert_eq!(
+            tokens.value,
+            crate::columns::FactValue::Number(16.0 * 2048.0)
+        );
+        let device = r
+            .facts
+            .iter()
+            .find(|f| f.field == Field::DeviceName)
+            .unwrap();
+        assert_eq!(
+            device.value,
+            crate::columns::FactValue::Text("NVIDIA GeForce RTX 5090".into())
+        );
+        assert!(
+            r.notes.iter().any(|n| n.contains("1 evaluation")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn records_of_header_and_indented_lines() {
+        let log = "[epoch=1][batch=3/5]:\n\t Train time/token: 14750088\n\t Train throughput/tokens_per_sec: 10347.9543\n\t Train loss/train/total: 1.5\n[epoch=1][batch=4/5]:\n\t Train time/token: 14760088\n\t Train throughput/tokens_per_sec: 10340.0\n\t Train loss/train/total: 1.4\n";
+        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(
+            column(&r, "Train throughput/tokens_per_sec")[1],
+            Some(10340.0)
+        );
+    }
+
+    #[test]
+    fn a_cut_last_line_is_reported() {
+        let log = "step: 1 loss: 2.0 step_time: 0.5 tokens: 100\nstep: 2 loss: 1.9 step_time: 0.5 tokens: 100\nstep: 3 loss: 1.8 step_ti";
+        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        assert_eq!(r.rows.len(), 2);
+        assert!(r.warnings[0].contains("cut mid-way"), "{:?}", r.warnings);
+    }
+}

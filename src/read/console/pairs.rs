@@ -1,0 +1,733 @@
+//! The named values of one console line, whatever its layout.
+//!
+//! A line is cut into segments at the separators loggers put between fields (`|`, ` - `, `, `, `;`,
+//! tabs); each segment is read as a run of words and values: `key: value`, `key=value`, `key value`
+//! (`iter 10`, `local batch size 8`), `value key` (`123.45 ms`, `123456 tok/s`), several in a row
+//! (`step: 1  loss: 2.3  tps: 6,912`). A Python dict or JSON object printed on the line (`{'loss': 2.1,
+//! ...}`) and a tqdm progress bar (`10/200 [00:12<03:40,  1.16s/it]`) are read as what they are.
+//! Values carry their decorations: `70,660`, `15.39%`, `5.67s`, `29.11GiB(92.83%)`, `1.2e+03`,
+//! `10/100`, `tensor(2.31)`, `[1.2e-05]`; see [`decode`].
+
+/// A value as a log printed it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A number, the unit written right after it (`%`, `s`, `ms`, `GiB`, `MODEL_TFLOP/s/GPU`, or ""), and
+    /// the total of an `N/M` counter.
+    Number {
+        value: f64,
+        unit: String,
+        total: Option<f64>,
+    },
+    /// Anything else (`bf16`, `n/a`, `True`).
+    Text(String),
+}
+
+impl Value {
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Value::Number { value, .. } => Some(*value),
+            Value::Text(_) => None,
+        }
+    }
+}
+
+/// One named value of a line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    pub key: String,
+    pub value: Value,
+}
+
+/// A number as a log prints it, and what follows it: `(value, unit, total, rest)`. `None` when `text`
+/// does not start with a number. `nan` and `inf` are numbers (not finite ones).
+pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
+    let t = text.trim_start();
+    let lower_head: String = t.chars().take(4).collect::<String>().to_ascii_lowercase();
+    for (word, value) in [
+        ("-nan", f64::NAN),
+        ("nan", f64::NAN),
+        ("-inf", f64::NEG_INFINITY),
+        ("inf", f64::INFINITY),
+    ] {
+        if lower_head.starts_with(word) {
+            let rest = &t[word.len()..];
+            if !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                return Some((value, "", None, rest));
+            }
+        }
+    }
+    let (value, used) = leading_number(t)?;
+    let mut rest = &t[used..];
+    // `10/100`, `10/ 100`: a counter and its total.
+    let mut total = None;
+    if let Some(after) = rest.strip_prefix('/') {
+        let after_spaces = after.trim_start();
+        if let Some((n, used)) = leading_number(after_spaces) {
+            if after_spaces[used..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_ascii_alphabetic())
+            {
+                total = Some(n);
+                rest = &after_spaces[used..];
+            }
+        }
+    }
+    // The unit written against the number: letters, `%`, `/`, `_`, `µ` (and digits after a letter).
+    let unit_len = rest
+        .char_indices()
+        .take_while(|(i, c)| {
+            c.is_alphabetic()
+                || matches!(c, '%' | '_' | 'µ')
+                || (*c == '/' && *i > 0)
+                || (c.is_ascii_digit() && *i > 0)
+        })
+        .map(|(i, c)| i + c.len_utf8())
+        .last()
+        .unwrap_or(0);
+    let unit = rest[..unit_len].trim_end_matches('/');
+    rest = &rest[unit.len()..];
+    // `29.11GiB(92.83%)`: a parenthesised note against the value is part of it.
+    if rest.starts_with('(') {
+        if let Some(close) = rest.find(')') {
+            rest = &rest[close + 1..];
+        }
+    }
+    Some((value, unit, total, rest))
+}
+
+/// The number at the start of `t` (`-1,234.5e+03`; a comma only between groups of three digits), and
+/// how many bytes it took.
+fn leading_number(t: &str) -> Option<(f64, usize)> {
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let mut digits = i - int_start;
+    // Thousands groups after one to three digits: `70,660`, `1,234,567` (never `1,23`).
+    if (1..=3).contains(&digits) {
+        while b.get(i) == Some(&b',')
+            && b.len() >= i + 4
+            && b[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+            && !b.get(i + 4).is_some_and(u8::is_ascii_digit)
+        {
+            i += 4;
+            digits += 3;
+        }
+    }
+    if i < b.len() && b[i] == b'.' {
+        let frac_start = i + 1;
+        let mut j = frac_start;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > frac_start || digits > 0 {
+            digits += j - frac_start;
+            i = j;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'-' || b[j] == b'+') {
+            j += 1;
+        }
+        let exp_start = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > exp_start {
+            i = j;
+        }
+    }
+    let text: String = t[..i].chars().filter(|c| *c != ',').collect();
+    text.parse::<f64>().ok().map(|v| (v, i))
+}
+
+/// The separators between fields: a segment never spans one. `, ` only with a space after it, so
+/// `70,660` stays one number; ` - ` only with spaces both sides, so `-1.5` and `dp-size` stay whole.
+fn segments(line: &str) -> impl Iterator<Item = &str> {
+    let mut out = Vec::new();
+    let b = line.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    let mut depth = 0i32; // inside (...) or [...]: `(ms)`, `[(0.9, 0.95)]` stay whole
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth = (depth - 1).max(0),
+            _ => {}
+        }
+        let cut = match b[i] {
+            b'|' | b'\t' | b';' => Some(1),
+            b',' if depth == 0 && b.get(i + 1).is_some_and(|c| *c == b' ') => Some(2),
+            b' ' if b.get(i + 1) == Some(&b'-') && b.get(i + 2) == Some(&b' ') => Some(3),
+            _ => None,
+        };
+        if let Some(width) = cut.filter(|_| depth == 0 || b[i] == b'|') {
+            out.push(&line[start..i]);
+            i += width;
+            start = i;
+            depth = 0;
+            continue;
+        }
+        i += 1;
+    }
+    out.push(&line[start..]);
+    out.into_iter()
+}
+
+/// A token of a segment.
+#[derive(Debug)]
+enum Token<'a> {
+    Word(&'a str),
+    Number(f64, &'a str, Option<f64>),
+    /// `:` or `=` between a key and its value.
+    Is,
+}
+
+fn tokens(segment: &str) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let mut rest = segment;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+        let Some(c) = rest.chars().next() else {
+            break;
+        };
+        if c == ':' || c == '=' {
+            out.push(Token::Is);
+            rest = &rest[1..];
+            continue;
+        }
+        let starts_number = c.is_ascii_digit()
+            || ((c == '-' || c == '+' || c == '.')
+                && rest[1..].starts_with(|d: char| d.is_ascii_digit() || d == '.'));
+        if starts_number {
+            if let Some((value, unit, total, after)) = decode(rest) {
+                out.push(Token::Number(value, unit, total));
+                rest = after;
+                continue;
+            }
+        }
+        // A bracketed or wrapped number: `[1.2e-05]`, `tensor(2.31)`, `(+nanz)`.
+        for open in ["tensor(", "[", "("] {
+            if let Some(inner) = rest.strip_prefix(open) {
+                if let Some((value, unit, total, after)) = decode(inner) {
+                    let close = if open == "[" { ']' } else { ')' };
+                    if let Some(after) = after.trim_start().strip_prefix(close) {
+                        out.push(Token::Number(value, unit, total));
+                        rest = after;
+                        break;
+                    }
+                }
+            }
+        }
+        if !rest.starts_with(c) {
+            continue;
+        }
+        if let Some(n) = ["nan", "inf", "-nan", "-inf"]
+            .iter()
+            .find(|w| {
+                rest.get(..w.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(w))
+                    && !rest[w.len()..].starts_with(|d: char| d.is_alphanumeric() || d == '_')
+            })
+            .map(|w| w.len())
+        {
+            let (value, _, _, _) = decode(rest).expect("nan and inf decode");
+            out.push(Token::Number(value, "", None));
+            rest = &rest[n..];
+            continue;
+        }
+        // A word: up to a space, `:` or `=`; a `(...)` group stays whole (`(ms)`, `(TFLOP/s/GPU)`).
+        let mut end = 0;
+        let mut depth = 0i32;
+        for (i, ch) in rest.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            if depth <= 0 && (ch.is_whitespace() || ch == ':' || ch == '=') && i > 0 {
+                break;
+            }
+            end = i + ch.len_utf8();
+            if depth < 0 {
+                break;
+            }
+        }
+        let word = rest[..end].trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '{' | '}'));
+        let word = strip_unmatched(word);
+        if word.len() >= 2 && word.bytes().all(|b| b == b'.') {
+            // Megatron's and DeepSpeed's argument dumps: `seq_length ........ 8192`.
+            out.push(Token::Is);
+        } else if !word.is_empty() {
+            out.push(Token::Word(word));
+        }
+        rest = &rest[end.max(1).min(rest.len())..];
+        while !rest.is_char_boundary(0) {
+            rest = &rest[1..];
+        }
+    }
+    out
+}
+
+/// `[step` → `step`, `step]` → `step`, `][batch` → `batch`, `(ms)` kept.
+fn strip_unmatched(word: &str) -> &str {
+    let mut w = word;
+    if !(w.starts_with('[') && w.ends_with(']')) {
+        w = w.trim_matches(['[', ']']);
+    }
+    loop {
+        let before = w;
+        for (open, close) in [('[', ']'), ('(', ')')] {
+            let opens = w.matches(open).count();
+            let closes = w.matches(close).count();
+            if opens > closes {
+                w = w.strip_prefix(open).unwrap_or(w);
+            } else if closes > opens {
+                w = w.strip_suffix(close).unwrap_or(w);
+            }
+        }
+        if w == before {
+            return w;
+        }
+    }
+}
+
+/// Words that never start a key: a log level, a logger's decoration.
+fn is_noise(word: &str) -> bool {
+    matches!(
+        word.to_ascii_uppercase().as_str(),
+        "INFO" | "WARNING" | "WARN" | "DEBUG" | "ERROR" | "CRITICAL" | "TRACE" | "NOTICE"
+    )
+}
+
+/// Whether `unit` is a time unit written as a word after a number (`123.45 ms`).
+fn time_unit_word(word: &str) -> Option<&'static str> {
+    match word.to_ascii_lowercase().as_str() {
+        "s" | "sec" | "secs" | "second" | "seconds" => Some("s"),
+        "ms" | "msec" | "milliseconds" => Some("ms"),
+        "us" | "µs" | "microseconds" => Some("us"),
+        _ => None,
+    }
+}
+
+/// The named values of `segment`.
+fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
+    let tokens = tokens(segment);
+    let mut key: Vec<&str> = Vec::new();
+    let mut is = false;
+    let mut pending_number: Option<(f64, &str, Option<f64>)> = None;
+    let first = out.len();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            Token::Word(w) => {
+                if let Some((value, unit, total)) = pending_number.take() {
+                    // `123.45 ms`, `123456 tok/s`, `45.6% bf16 MFU`: the value before its name, to
+                    // the segment's end.
+                    let rest: Vec<&str> = tokens[i..]
+                        .iter()
+                        .filter_map(|t| match t {
+                            Token::Word(w) => Some(*w),
+                            _ => None,
+                        })
+                        .collect();
+                    if tokens[i..].iter().all(|t| matches!(t, Token::Word(_))) {
+                        let (unit, name) = match time_unit_word(rest[0]) {
+                            Some(u) if unit.is_empty() && rest.len() == 1 => {
+                                (u.to_string(), format!("time ({u})"))
+                            }
+                            _ => (unit.to_string(), rest.join(" ")),
+                        };
+                        out.push(Pair {
+                            key: name,
+                            value: Value::Number { value, unit, total },
+                        });
+                        return;
+                    }
+                }
+                if is && !key.is_empty() {
+                    // `dtype: bf16`: a word as a value.
+                    out.push(Pair {
+                        key: key.join(" "),
+                        value: Value::Text((*w).to_string()),
+                    });
+                    key.clear();
+                    is = false;
+                } else if key.is_empty() && out.len() == first && is_noise(w) {
+                    // a log level before the first key
+                } else if !key.is_empty()
+                    && out.len() > first
+                    && matches!(tokens.get(i.wrapping_sub(1)), Some(Token::Number(..)))
+                {
+                    key = vec![w];
+                } else {
+                    // A bare time unit after a value (`iter time: 123.45 ms (step)`) is that value's.
+                    if key.is_empty() && out.len() > first {
+                        if let (
+                            Some(u),
+                            Some(Pair {
+                                value: Value::Number { unit, .. },
+                                ..
+                            }),
+                        ) = (time_unit_word(w), out.last_mut())
+                        {
+                            if unit.is_empty() {
+                                *unit = u.to_string();
+                                i += 1;
+                                continue;
+                            }
+                        }
+                    }
+                    if key.len() >= 8 {
+                        key.remove(0);
+                    }
+                    key.push(w);
+                }
+            }
+            Token::Is => {
+                if !key.is_empty() {
+                    is = true;
+                }
+            }
+            Token::Number(value, unit, total) => {
+                if key.is_empty() {
+                    if out.len() == first && pending_number.is_none() {
+                        pending_number = Some((*value, unit, *total));
+                    }
+                } else {
+                    // `epoch=0/micro_step=250`: the `/` between fields is not the key's.
+                    let joined = key.join(" ");
+                    let name = joined.trim_start_matches(['/', ',', '.']).to_string();
+                    out.push(Pair {
+                        key: if name.is_empty() { joined } else { name },
+                        value: Value::Number {
+                            value: *value,
+                            unit: (*unit).to_string(),
+                            total: *total,
+                        },
+                    });
+                    key.clear();
+                    is = false;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// The pairs of a Python dict or JSON object printed on a line, from `{` to its `}`.
+fn dict_pairs(text: &str, out: &mut Vec<Pair>) -> bool {
+    let Some(open) = text.find('{') else {
+        return false;
+    };
+    let inner = &text[open + 1..];
+    let close = inner.rfind('}').unwrap_or(inner.len());
+    let inner = &inner[..close];
+    let mut found = false;
+    let mut rest = inner;
+    while let Some(q) = rest.find(['\'', '"']) {
+        let quote = rest.as_bytes()[q];
+        let after = &rest[q + 1..];
+        let Some(end) = after.find(quote as char) else {
+            break;
+        };
+        let key = &after[..end];
+        let after = after[end + 1..].trim_start();
+        let Some(after) = after.strip_prefix(':') else {
+            rest = &rest[q + 1 + end + 1..];
+            continue;
+        };
+        let after = after.trim_start();
+        // The value runs to the next `, '` / `, "` at depth 0, or the end.
+        let mut depth = 0i32;
+        let mut stop = after.len();
+        let mut in_quote: Option<char> = None;
+        for (i, c) in after.char_indices() {
+            match (in_quote, c) {
+                (Some(q), c) if c == q => in_quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => in_quote = Some(c),
+                (None, '(' | '[' | '{') => depth += 1,
+                (None, ')' | ']' | '}') => depth -= 1,
+                (None, ',') if depth <= 0 => {
+                    stop = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let raw = after[..stop].trim();
+        let value = match tokens(raw).as_slice() {
+            [Token::Number(v, unit, total)] => Value::Number {
+                value: *v,
+                unit: (*unit).to_string(),
+                total: *total,
+            },
+            _ => Value::Text(raw.trim_matches(['\'', '"']).to_string()),
+        };
+        out.push(Pair {
+            key: key.to_string(),
+            value,
+        });
+        found = true;
+        rest = &after[stop.min(after.len())..];
+    }
+    found
+}
+
+/// A tqdm progress bar: `  5%|▌    | 10/200 [00:12<03:40,  1.16s/it]`: the counter, the elapsed time
+/// (seconds) and the rate.
+fn progress_bar(text: &str, out: &mut Vec<Pair>) -> Option<usize> {
+    let bracket = text.find(" [")?;
+    let inner = &text[bracket + 2..];
+    let close = inner.find(']')?;
+    let inside = &inner[..close];
+    let (elapsed, rest) = inside.split_once('<')?;
+    let seconds = clock_seconds(elapsed.trim())?;
+    let counter = text[..bracket].rsplit(['|', ' ']).next()?;
+    let (n, m) = counter.split_once('/')?;
+    let n: f64 = n.trim().parse().ok()?;
+    let m: Option<f64> = m.trim().parse().ok();
+    out.push(Pair {
+        key: "progress".into(),
+        value: Value::Number {
+            value: n,
+            unit: String::new(),
+            total: m,
+        },
+    });
+    out.push(Pair {
+        key: "progress elapsed".into(),
+        value: Value::Number {
+            value: seconds,
+            unit: "s".into(),
+            total: None,
+        },
+    });
+    if let Some((_, rate)) = rest.split_once(',') {
+        let rate = rate.trim();
+        if let Some(r) = rate.strip_suffix("s/it") {
+            if let Ok(v) = r.trim().parse::<f64>() {
+                out.push(Pair {
+                    key: "progress s/it".into(),
+                    value: Value::Number {
+                        value: v,
+                        unit: "s".into(),
+                        total: None,
+                    },
+                });
+            }
+        } else if let Some(r) = rate.strip_suffix("it/s") {
+            if let Ok(v) = r.trim().parse::<f64>() {
+                out.push(Pair {
+                    key: "progress it/s".into(),
+                    value: Value::Number {
+                        value: v,
+                        unit: String::new(),
+                        total: None,
+                    },
+                });
+            }
+        }
+    }
+    Some(bracket + 2 + close + 1)
+}
+
+/// `01:02:03` or `02:03` in seconds.
+fn clock_seconds(text: &str) -> Option<f64> {
+    let mut seconds = 0.0;
+    let mut parts = 0;
+    for part in text.split(':') {
+        seconds = seconds * 60.0 + part.parse::<f64>().ok()?;
+        parts += 1;
+    }
+    (2..=3).contains(&parts).then_some(seconds)
+}
+
+/// The named values of a cleaned line (see [`super::clean`]), in the order written.
+pub fn pairs(line: &str) -> Vec<Pair> {
+    let mut out = Vec::new();
+    let mut text = line;
+    if let Some(used) = progress_bar(text, &mut out) {
+        text = &text[used..];
+    }
+    if let Some(open) = text.find('{') {
+        let before = &text[..open];
+        let mut dict = Vec::new();
+        if dict_pairs(&text[open..], &mut dict) {
+            for segment in segments(before) {
+                segment_pairs(segment, &mut out);
+            }
+            out.extend(dict);
+            return out;
+        }
+    }
+    for segment in segments(text) {
+        segment_pairs(segment, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys_values(line: &str) -> Vec<(String, Option<f64>, String)> {
+        pairs(line)
+            .into_iter()
+            .map(|p| match p.value {
+                Value::Number { value, unit, .. } => (p.key, Some(value), unit),
+                Value::Text(t) => (p.key, None, t),
+            })
+            .collect()
+    }
+
+    fn kv(k: &str, v: f64, u: &str) -> (String, Option<f64>, String) {
+        (k.to_string(), Some(v), u.to_string())
+    }
+
+    #[test]
+    fn decorated_values() {
+        assert_eq!(decode("70,660"), Some((70660.0, "", None, "")));
+        assert_eq!(decode("15.39%"), Some((15.39, "%", None, "")));
+        assert_eq!(decode("5.67s"), Some((5.67, "s", None, "")));
+        assert_eq!(decode("29.11GiB(92.83%)"), Some((29.11, "GiB", None, "")));
+        assert_eq!(
+            decode("1190.8MODEL_TFLOP/s/GPU"),
+            Some((1190.8, "MODEL_TFLOP/s/GPU", None, ""))
+        );
+        assert_eq!(decode("1.2e+03"), Some((1200.0, "", None, "")));
+        assert_eq!(decode("10/  100 |"), Some((10.0, "", Some(100.0), " |")));
+        assert_eq!(decode("1,23"), Some((1.0, "", None, ",23")));
+        assert!(decode("abc").is_none());
+        assert!(decode("nan").unwrap().0.is_nan());
+        assert!(decode("nanz").is_none());
+    }
+
+    #[test]
+    fn layouts() {
+        assert_eq!(
+            keys_values(
+                "step: 20  loss:  7.1234  memory: 35.12GiB(44.36%)  tps: 6,912  mfu: 32.93%"
+            ),
+            vec![
+                kv("step", 20.0, ""),
+                kv("loss", 7.1234, ""),
+                kv("memory", 35.12, "GiB"),
+                kv("tps", 6912.0, ""),
+                kv("mfu", 32.93, "%")
+            ]
+        );
+        assert_eq!(
+            keys_values("step:1 - actor/entropy:0.5 - timing_s/step:45.6 - perf/mfu/actor:0.12"),
+            vec![
+                kv("step", 1.0, ""),
+                kv("actor/entropy", 0.5, ""),
+                kv("timing_s/step", 45.6, ""),
+                kv("perf/mfu/actor", 0.12, "")
+            ]
+        );
+        assert_eq!(
+            keys_values(" iteration       10/     100 | consumed samples:          640 | elapsed time per iteration (ms): 1234.5 | lm loss: 1.234567E+01 |"),
+            vec![
+                kv("iteration", 10.0, ""),
+                kv("consumed samples", 640.0, ""),
+                kv("elapsed time per iteration (ms)", 1234.5, ""),
+                kv("lm loss", 12.34567, "")
+            ]
+        );
+        assert_eq!(
+            keys_values("iter 10: loss 4.2100, time 120.50ms, mfu 30.12%"),
+            vec![
+                kv("iter", 10.0, ""),
+                kv("loss", 4.21, ""),
+                kv("time", 120.5, "ms"),
+                kv("mfu", 30.12, "%")
+            ]
+        );
+        assert_eq!(
+            keys_values("step    1/19560 | loss 11.0 (+nanz)| norm 1.2 | 123.45 ms | 45.6% bf16 MFU | 123456 tok/s"),
+            vec![
+                kv("step", 1.0, ""),
+                kv("loss", 11.0, ""),
+                kv("norm", 1.2, ""),
+                kv("time (ms)", 123.45, "ms"),
+                kv("bf16 MFU", 45.6, "%"),
+                kv("tok/s", 123456.0, "")
+            ]
+        );
+        assert_eq!(
+            keys_values("Epoch 1 | iter 10 step 5 | loss train: 2.345, val: n/a | iter time: 123.45 ms (step)"),
+            vec![
+                kv("Epoch", 1.0, ""),
+                kv("iter", 10.0, ""),
+                kv("step", 5.0, ""),
+                kv("loss train", 2.345, ""),
+                ("val".into(), None, "n/a".into()),
+                kv("iter time", 123.45, "ms")
+            ]
+        );
+        assert_eq!(
+            keys_values("Training starts at step 1, with local batch size 8, global batch size 64, sequence length 2048"),
+            vec![
+                kv("Training starts at step", 1.0, ""),
+                kv("with local batch size", 8.0, ""),
+                kv("global batch size", 64.0, ""),
+                kv("sequence length", 2048.0, "")
+            ]
+        );
+        assert_eq!(
+            keys_values("completed step: 10, seconds: 1.234, TFLOP/s/device: 123.4, Tokens/s/device: 4567.8, loss: 2.345"),
+            vec![
+                kv("completed step", 10.0, ""),
+                kv("seconds", 1.234, ""),
+                kv("TFLOP/s/device", 123.4, ""),
+                kv("Tokens/s/device", 4567.8, ""),
+                kv("loss", 2.345, "")
+            ]
+        );
+        assert_eq!(
+            keys_values("step=10, skipped=0, lr=[1.2e-05], mom=[(0.9, 0.95)]"),
+            vec![
+                kv("step", 10.0, ""),
+                kv("skipped", 0.0, ""),
+                kv("lr", 1.2e-05, ""),
+                ("mom".into(), None, "[(0.9, 0.95)]".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn dicts_and_progress_bars() {
+        assert_eq!(
+            keys_values(" 5%|▌    | 10/200 [00:12<03:40,  1.16s/it]{'loss': 2.1234, 'grad_norm': tensor(1.5), 'learning_rate': 5e-05, 'epoch': 0.1}"),
+            vec![
+                kv("progress", 10.0, ""),
+                kv("progress elapsed", 12.0, "s"),
+                kv("progress s/it", 1.16, "s"),
+                kv("loss", 2.1234, ""),
+                kv("grad_norm", 1.5, ""),
+                kv("learning_rate", 5e-05, ""),
+                kv("epoch", 0.1, "")
+            ]
+        );
+        assert_eq!(
+            keys_values(r#"{"step": 3, "name": "x, y", "loss": 1.5}"#),
+            vec![
+                kv("step", 3.0, ""),
+                ("name".into(), None, "x, y".into()),
+                kv("loss", 1.5, "")
+            ]
+        );
+    }
+}

@@ -1,0 +1,305 @@
+//! The vocabulary of training logs, read once from `frameworks.toml` (embedded): what each key of a
+//! training line or a printed configuration means, and what is particular to each framework.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+/// What a key of a training line means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Step,
+    StepTime,
+    Elapsed,
+    Tokens,
+    TokensSeen,
+    TokensPerSecond,
+    TokensPerSecondPerDevice,
+    SamplesPerSecond,
+    SamplesPerSecondPerDevice,
+    GlobalBatch,
+    LoggedMfu,
+    LoggedTflops,
+    /// A key that must not be taken for any of the others in this framework's logs.
+    Ignore,
+}
+
+/// What a key of a printed configuration means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fact {
+    WorldSize,
+    DevicesPerNode,
+    Nodes,
+    DataParallel,
+    /// torchtitan's replicated data-parallel degree (`dp_replicate`), beside its sharded one.
+    DataReplicate,
+    TensorParallel,
+    PipelineParallel,
+    ContextParallel,
+    Dtype,
+    DtypeFlags,
+    GlobalBatch,
+    MicroBatch,
+    GradAccum,
+    SeqLen,
+    Layers,
+    Hidden,
+    Ffn,
+    Heads,
+    KvHeads,
+    Vocab,
+    HeadDim,
+    Gated,
+    Activation,
+    Tied,
+    Untied,
+    Device,
+}
+
+#[derive(Debug, Deserialize)]
+struct File {
+    keys: HashMap<Role, Vec<String>>,
+    facts: HashMap<Fact, Vec<String>>,
+    framework: Vec<Framework>,
+}
+
+/// One framework's entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Framework {
+    pub name: String,
+    /// Texts any one of which in a log names the framework.
+    pub markers: Vec<String>,
+    /// Keys that mean something else in this framework's logs.
+    #[serde(default)]
+    pub keys: HashMap<String, Role>,
+    #[serde(default)]
+    pub notes: Option<String>,
+}
+
+/// The vocabulary, keyed by normalised name.
+#[derive(Debug)]
+pub struct Vocabulary {
+    keys: HashMap<String, Role>,
+    facts: Vec<(String, Fact)>,
+    pub frameworks: Vec<Framework>,
+}
+
+const DATA: &str = include_str!("frameworks.toml");
+
+/// The embedded vocabulary (checked by a test, so it always parses).
+pub fn vocabulary() -> &'static Vocabulary {
+    static VOCABULARY: OnceLock<Vocabulary> = OnceLock::new();
+    VOCABULARY.get_or_init(|| parse(DATA).expect("frameworks.toml is checked by its tests"))
+}
+
+fn parse(text: &str) -> Result<Vocabulary, String> {
+    let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut keys = HashMap::new();
+    for (role, names) in file.keys {
+        for name in names {
+            if let Some(other) = keys.insert(normalise(&name), role) {
+                return Err(format!(
+                    "key '{name}' has two roles: {other:?} and {role:?}"
+                ));
+            }
+        }
+    }
+    let mut facts = Vec::new();
+    for (fact, names) in file.facts {
+        for name in names {
+            facts.push((normalise(&name), fact));
+        }
+    }
+    // Longest names first, so `global_batch_size` is tried before `batch_size`.
+    facts.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    let mut frameworks = file.framework;
+    for f in &mut frameworks {
+        f.keys = f.keys.drain().map(|(k, r)| (normalise(&k), r)).collect();
+    }
+    Ok(Vocabulary {
+        keys,
+        facts,
+        frameworks,
+    })
+}
+
+/// `elapsed time per iteration (ms)` → `elapsed_time_per_iteration_ms`; `perf/mfu/actor` → `perf_mfu_actor`.
+pub fn normalise(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for c in key.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+impl Vocabulary {
+    /// The role of a training-line key (normalised), the framework's meaning first.
+    pub fn role(&self, key: &str, framework: Option<&Framework>) -> Option<Role> {
+        if let Some(role) = framework.and_then(|f| f.keys.get(key)) {
+            return Some(*role);
+        }
+        if let Some(role) = self.keys.get(key) {
+            return Some(*role);
+        }
+        // `train/tokens_per_second`, `throughput/tokens_per_sec`: a namespace before a known name.
+        for prefix in [
+            "train_",
+            "training_",
+            "perf_",
+            "throughput_",
+            "time_metrics_",
+            "timing_",
+        ] {
+            if let Some(rest) = key.strip_prefix(prefix) {
+                if let Some(role) = self.keys.get(rest) {
+                    return Some(*role);
+                }
+            }
+        }
+        // A unit at the end of a time key: `iter_time_ms`, `step_time_s`.
+        for unit in ["_ms", "_s", "_sec", "_us"] {
+            if let Some(rest) = key.strip_suffix(unit) {
+                if let Some(role @ (Role::StepTime | Role::Elapsed)) = self.keys.get(rest) {
+                    return Some(*role);
+                }
+            }
+        }
+        None
+    }
+
+    /// What a configuration key (normalised, maybe dotted into `section_key`) means.
+    pub fn fact(&self, key: &str) -> Option<Fact> {
+        for (name, fact) in &self.facts {
+            if key == name
+                || (key.len() > name.len()
+                    && key.ends_with(name.as_str())
+                    && key.as_bytes()[key.len() - name.len() - 1] == b'_'
+                    && section_key(key, name))
+            {
+                return Some(*fact);
+            }
+        }
+        None
+    }
+
+    /// The framework the log's text names, by its markers (the first entry whose marker appears).
+    pub fn framework_of(&self, text: &str) -> Option<&Framework> {
+        self.frameworks
+            .iter()
+            .find(|f| f.markers.iter().any(|m| text.contains(m.as_str())))
+    }
+
+    pub fn framework(&self, name: &str) -> Option<&Framework> {
+        self.frameworks.iter().find(|f| f.name == name)
+    }
+}
+
+/// Whether `key` ending in `_name` is `name` under a section (`trainer_n_gpus_per_node`), not a
+/// different key that happens to end the same way (`max_position_embeddings` is not `embeddings`): the
+/// part before must itself look like a section, so only short names of two or more words, or known
+/// section words, qualify.
+fn section_key(key: &str, name: &str) -> bool {
+    let section = &key[..key.len() - name.len() - 1];
+    let sections = [
+        "trainer",
+        "model",
+        "data",
+        "training",
+        "train",
+        "args",
+        "config",
+        "actor_rollout_ref_model",
+        "actor",
+        "optimizer",
+        "parallelism",
+        "distributed",
+        "mixed_precision",
+        "fsdp",
+        "deepspeed",
+        "run",
+        "job",
+        "system",
+        "hparams",
+        "cfg",
+        "model_config",
+        "training_args",
+        "model_args",
+        "data_args",
+        "dataset",
+        "arch",
+        "transformer",
+        "llm",
+        "strategy",
+        "precision",
+        "dataloader",
+        "tokens",
+        "batch",
+        "hardware",
+        "compute",
+        "env",
+        "experiment",
+        "train_config",
+        "hyperparameters",
+    ];
+    sections
+        .iter()
+        .any(|s| section == *s || section.ends_with(&format!("_{s}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_vocabulary_parses_and_each_framework_has_markers() {
+        let v = parse(DATA).unwrap();
+        assert!(v.frameworks.len() >= 10);
+        for f in &v.frameworks {
+            assert!(!f.markers.is_empty(), "{}", f.name);
+        }
+        assert_eq!(
+            v.role("elapsed_time_per_iteration_ms", None),
+            Some(Role::StepTime)
+        );
+        assert_eq!(
+            v.role("train_tokens_per_second", None),
+            Some(Role::TokensPerSecond)
+        );
+        assert_eq!(v.role("iter_time_ms", None), Some(Role::StepTime));
+        let titan = v.framework("torchtitan");
+        assert_eq!(v.role("tps", titan), Some(Role::TokensPerSecondPerDevice));
+        assert_eq!(
+            v.fact("trainer_n_gpus_per_node"),
+            Some(Fact::DevicesPerNode)
+        );
+        assert_eq!(v.fact("global_batch_size"), Some(Fact::GlobalBatch));
+        assert_eq!(v.fact("max_position_embeddings"), None);
+        assert_eq!(v.fact("data_max_seq_len"), Some(Fact::SeqLen));
+    }
+
+    #[test]
+    fn a_key_with_two_roles_is_refused() {
+        let bad = "[keys]\nstep = [\"x\"]\nstep_time = [\"X\"]\n[facts]\n[[framework]]\nname = \"a\"\nmarkers = [\"a\"]\n";
+        assert!(parse(bad).unwrap_err().contains("two roles"));
+    }
+
+    #[test]
+    fn names_normalise() {
+        assert_eq!(
+            normalise("elapsed time per iteration (ms)"),
+            "elapsed_time_per_iteration_ms"
+        );
+        assert_eq!(normalise("perf/mfu/actor"), "perf_mfu_actor");
+        assert_eq!(normalise("Tokens/s/device"), "tokens_s_device");
+    }
+}

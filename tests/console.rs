@@ -1,0 +1,98 @@
+//! The general console reader on real public training logs (tests/data/logs: an excerpt of each, its
+//! SOURCE.md naming repository, path and commit, and the MFU worked out by hand in its expect.json).
+//! `corpus.csv` lists each log with only the flags its log cannot know (`_` stands for a space in a
+//! value) and the step whose MFU and throughput were worked out.
+
+use crate::util::{csv_rows, Workdir};
+
+fn logs() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
+}
+
+#[test]
+fn real_logs_read_to_their_hand_worked_mfu() {
+    let table = std::fs::read_to_string(logs().join("corpus.csv")).unwrap();
+    let wd = Workdir::new("console_corpus");
+    let mut frameworks = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
+    for case in csv_rows(&table) {
+        let log = logs().join(format!("{}.log", case["log"]));
+        let expect: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(logs().join(format!("{}.expect.json", case["log"]))).unwrap(),
+        )
+        .unwrap();
+        assert!(logs().join(format!("{}.SOURCE.md", case["log"])).exists());
+        let flags: Vec<String> = case["flags"]
+            .split_whitespace()
+            .map(|f| f.replace('_', " "))
+            .collect();
+        let out = wd
+            .mfu()
+            .arg("enrich")
+            .arg(&log)
+            .args(["-o", "-", "--quiet"])
+            .args(&flags)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            failures.push(format!(
+                "{}: {}",
+                case["log"],
+                String::from_utf8_lossy(&out.stderr)
+            ));
+            continue;
+        }
+        let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+        let step: f64 = case["step"].parse().unwrap();
+        let Some(row) = rows.iter().find(|r| {
+            r.get(&case["step_column"])
+                .and_then(|s| s.parse::<f64>().ok())
+                == Some(step)
+        }) else {
+            failures.push(format!("{}: no row for step {step}", case["log"]));
+            continue;
+        };
+        let tolerance: f64 = case["tolerance"].parse().unwrap();
+        for (column, want) in [
+            ("mfu_wall_clock", &case["expected_mfu"]),
+            ("tokens_per_second", &case["expected_tokens_per_second"]),
+        ] {
+            let want: f64 = want.parse().unwrap();
+            let got: Option<f64> = row[column].parse().ok();
+            if !got.is_some_and(|g| ((g - want) / want).abs() <= tolerance) {
+                failures.push(format!(
+                    "{}: {column} {got:?}, worked out {want}",
+                    case["log"]
+                ));
+            }
+        }
+        // The table's figure is the one worked out by hand in the log's expect.json.
+        let hand = expect["mfu"].as_f64().unwrap();
+        let listed: f64 = case["expected_mfu"].parse().unwrap();
+        assert!(
+            ((hand - listed) / hand).abs() < 1e-3,
+            "{}: {hand} vs {listed}",
+            case["log"]
+        );
+        frameworks.insert(case["framework"].clone());
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(frameworks.len() >= 7, "{frameworks:?}");
+}
+
+#[test]
+fn a_log_that_lacks_one_fact_asks_for_exactly_that_flag() {
+    let wd = Workdir::new("console_asks");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(logs().join("torchtitan__qiu023-rtx5090-llama3-150m.log"))
+        .args(["-o", "-", "--dtype", "bf16"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    // The log gives the device, its count, the batch and the step time: only the FLOPs a token lack.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no column for flops_per_token"), "{err}");
+    assert!(err.contains("give it with --flops-per-token"), "{err}");
+}
