@@ -119,7 +119,7 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error(
-        "{input}: cannot tell the format: not named like a table (.jsonl, .csv, .tsv, .parquet), no console-log preset (modded-nanogpt, nanogpt, megatron-log, olmo) matches, and the general console reader finds no family of lines with a step counter and named numbers; give --input-format jsonl|csv|tsv|parquet for a table, --line-regex with named groups for a console log, or teach the general reader the framework's key names in src/read/console/frameworks.toml (docs/shapes.md shows how)"
+        "{input}: cannot tell the format: not named like a table (.jsonl, .csv, .tsv, .parquet), no console-log preset (modded-nanogpt, nanogpt, megatron-log, olmo) matches, and the general console reader finds no family of lines with a step counter and named numbers; give --input-format jsonl|csv|tsv|parquet for a table, --shape and --line-regex (named groups) for a console log, or teach the general reader the framework's key names in src/read/console/frameworks.toml (docs/shapes.md shows how)"
     )]
     UnknownFormat { input: String },
     /// An event-file folder with no scalar at all (the hparams-only folder PyTorch's `add_hparams` makes
