@@ -669,27 +669,24 @@ pub fn map_columns(
             },
             None => None,
         };
-        let hint = match (mapped, column) {
-            (None, None) => options
-                .hints
-                .iter()
-                .find(|h| h.field == field && columns.contains(&h.column.as_str())),
-            _ => None,
-        };
-        let column = column
-            .or_else(|| hint.map(|h| h.column.as_str()))
-            .or_else(|| {
-                if mapped.is_none() {
-                    names.find(field)
-                } else {
-                    None
-                }
+        // A reader's hint names a column the file has; without --map it comes before the aliases.
+        let hint = mapped
+            .is_none()
+            .then(|| {
+                options.hints.iter().find_map(|h| {
+                    let column = columns.iter().find(|c| **c == h.column)?;
+                    (h.field == field).then_some((h, *column))
+                })
             })
-            .and_then(|c| columns.iter().find(|x| **x == c).copied());
-        let hint_cumulative = hint.is_some_and(|h| h.cumulative);
+            .flatten();
+        let column = match (mapped, hint) {
+            (Some(_), _) => column,
+            (None, Some((_, c))) => Some(c),
+            (None, None) => names.find(field),
+        };
+        let hint = hint.map(|(h, _)| h);
         let (column, found_cumulative) = match column {
-            Some(c) if hint.is_some() => (Some(c), hint_cumulative),
-            Some(c) => (Some(c), false),
+            Some(c) => (Some(c), hint.is_some_and(|h| h.cumulative)),
             None if mapped.is_none() => {
                 match names.find_by_aliases(field.cumulative_aliases(), field.is_time()) {
                     Some(c) => (Some(c), true),

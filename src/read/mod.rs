@@ -649,25 +649,17 @@ fn read_console(
     }
     let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
     let read = console::read(bytes, framework, &beside, num_devices)?;
+    let mut notes = read.notes;
     if !beside.is_empty() {
         let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();
-        let mut notes = read.notes;
         notes.push(format!(
             "configuration read beside the log: {}",
             names.join(", ")
         ));
-        return Ok(shapes::ShapedFrame {
-            frame: shapes::rows_to_frame(&read.rows)?,
-            notes,
-            facts: read.facts,
-            warnings: read.warnings,
-            model: read.model,
-            hints: read.hints,
-        });
     }
     Ok(shapes::ShapedFrame {
         frame: shapes::rows_to_frame(&read.rows)?,
-        notes: read.notes,
+        notes,
         facts: read.facts,
         warnings: read.warnings,
         model: read.model,

@@ -25,7 +25,7 @@ pub struct Found {
 #[derive(Debug, Default, Clone)]
 pub struct ConfigFacts {
     found: HashMap<Fact, Found>,
-    /// The device names of `CUDA capacity: NAME with ...`-like lines.
+    /// Where an fp16 loss scaler spoke (`Attempted loss scale`): evidence of fp16 training.
     fp16_scaler: Option<String>,
 }
 
@@ -391,9 +391,8 @@ fn sentence_fact(key: &str) -> Option<(String, Fact)> {
 /// `name=value`.
 fn unwrap_calls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices().peekable();
     let mut word_start: Option<usize> = None;
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in text.char_indices() {
         if c.is_alphanumeric() || c == '_' || c == '.' {
             word_start.get_or_insert(out.len());
             out.push(c);
@@ -420,7 +419,6 @@ fn unwrap_calls(text: &str) -> String {
         }
         word_start = None;
         out.push(c);
-        let _ = chars.peek();
     }
     out
 }

@@ -149,8 +149,9 @@ fn numbers(record: &Record) -> usize {
 }
 
 /// Whether `text` holds a family of training lines this reader takes: three lines (or one, with four
-/// numbers besides its step) with a step counter and at least two other numbers.
-pub fn detect(text: &str) -> bool {
+/// numbers besides its step) with a step counter and at least two other numbers; if so, the framework
+/// its markers name.
+pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
     let framework = vocabulary().framework_of(head(text));
     let found = records(text, framework, 64);
     let good: Vec<&Record> = found
@@ -161,7 +162,7 @@ pub fn detect(text: &str) -> bool {
     for r in &good {
         *counts.entry(&r.family).or_default() += 1;
     }
-    counts.values().any(|n| *n >= 3) || good.iter().any(|r| numbers(r) >= 4)
+    (counts.values().any(|n| *n >= 3) || good.iter().any(|r| numbers(r) >= 4)).then_some(framework)
 }
 
 /// The part of a log searched for framework markers.
@@ -201,6 +202,22 @@ type Family = ((String, bool), (bool, usize));
 
 /// A per-row derivation and the words that say how it was made.
 type Derivation<'a> = (String, Box<dyn Fn(&Map<String, Json>) -> Option<f64> + 'a>);
+
+/// Adds the column `name` to every row, its value worked out from the row (null where it cannot be);
+/// returns how many rows got one.
+fn fill_column(
+    rows: &mut [Map<String, Json>],
+    name: &str,
+    value: &dyn Fn(&Map<String, Json>) -> Option<f64>,
+) -> usize {
+    let mut filled = 0;
+    for row in rows {
+        let v = value(row).and_then(serde_json::Number::from_f64);
+        filled += usize::from(v.is_some());
+        row.insert(name.to_string(), v.map_or(Json::Null, Json::Number));
+    }
+    filled
+}
 
 /// `43.2K` → 43,200 (nanotron's counts).
 fn scale(unit: &str) -> Option<f64> {
@@ -388,8 +405,7 @@ pub fn read(
                         serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number)
                     }
                 }
-                Value::Text(t) if numeric_keys.contains(p.key.as_str()) => {
-                    let _ = t;
+                Value::Text(_) if numeric_keys.contains(p.key.as_str()) => {
                     text_in_numbers += 1;
                     Json::Null
                 }
@@ -445,16 +461,24 @@ pub fn read(
     let elapsed = first(Role::Elapsed);
     let tokens = first(Role::Tokens);
     let tokens_seen = first(Role::TokensSeen);
+    // The unit written against a column's values, else the one its name states; worked out once
+    // here, not per row.
+    let written: HashMap<String, TimeUnit> = units
+        .iter()
+        .filter_map(|(key, unit)| {
+            let unit = match unit.as_str() {
+                "ms" => TimeUnit::Milliseconds,
+                "us" => TimeUnit::Microseconds,
+                _ => return None,
+            };
+            Some((column_name(key, unit.as_str()), unit))
+        })
+        .collect();
     let time_unit = |c: &str| {
-        let from_values = match units
-            .iter()
-            .find(|(k, _)| column_name(k, units[*k].as_str()) == c)
-        {
-            Some((_, u)) if u == "ms" => Some(TimeUnit::Milliseconds),
-            Some((_, u)) if u == "us" => Some(TimeUnit::Microseconds),
-            _ => None,
-        };
-        from_values.unwrap_or_else(|| TimeUnit::from_column_name(c))
+        written
+            .get(c)
+            .copied()
+            .unwrap_or_else(|| TimeUnit::from_column_name(c))
     };
     let seconds = |row: &Map<String, Json>, c: &str| {
         row.get(c)
@@ -518,21 +542,10 @@ pub fn read(
         } else {
             None
         };
-        if elapsed.is_none() || derivation.is_some() {
-            if let Some((how, f)) = derivation {
-                let mut timed = 0;
-                for row in &mut rows {
-                    let v = f(row);
-                    timed += usize::from(v.is_some());
-                    row.insert(
-                        "step_time_s".into(),
-                        v.and_then(serde_json::Number::from_f64)
-                            .map_or(Json::Null, Json::Number),
-                    );
-                }
-                notes.push(format!("step_time_s = {how}: {timed} row(s) timed"));
-                derived_time = Some("step_time_s".to_string());
-            }
+        if let Some((how, f)) = derivation {
+            let timed = fill_column(&mut rows, "step_time_s", &f);
+            notes.push(format!("step_time_s = {how}: {timed} row(s) timed"));
+            derived_time = Some("step_time_s".to_string());
         }
     }
     match (&step_time, &derived_time, &elapsed) {
@@ -597,16 +610,7 @@ pub fn read(
             None
         };
         if let Some((how, f)) = made {
-            let mut counted = 0;
-            for row in &mut rows {
-                let v = f(row);
-                counted += usize::from(v.is_some());
-                row.insert(
-                    "tokens".into(),
-                    v.and_then(serde_json::Number::from_f64)
-                        .map_or(Json::Null, Json::Number),
-                );
-            }
+            let counted = fill_column(&mut rows, "tokens", &f);
             notes.push(format!("tokens = {how}: {counted} row(s) counted"));
             hints.push(ColumnHint::new(Field::Tokens, "tokens".into(), None, false));
         }
@@ -648,7 +652,7 @@ mod tests {
 [rank0]:[titan] 2026-04-18 22:16:26,294 - root - INFO - \u{1b}[31mstep: 100  \u{1b}[32mloss:  7.99030  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,848  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
 [rank0]:[titan] 2026-04-18 22:16:27,294 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
 [rank0]:[titan] 2026-04-18 22:16:27,400 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
-        assert!(detect(log));
+        assert!(detect(log).is_some());
         let r = read(log.as_bytes(), None, &[], None).unwrap();
         assert_eq!(r.framework.as_deref(), Some("torchtitan"));
         assert_eq!(r.rows.len(), 2);

@@ -206,7 +206,7 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
             return None;
         }
         let all = String::from_utf8_lossy(bytes);
-        return crate::read::console::detect(&all).then_some(Shape::Console);
+        return crate::read::console::detect(&all).map(|_| Shape::Console);
     }
     let text = String::from_utf8_lossy(head);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
@@ -261,15 +261,10 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
             return Some(Shape::Olmo);
         }
     }
-    if crate::read::console::detect(body) {
-        return Some(
-            match crate::read::console::vocabulary::vocabulary().framework_of(body) {
-                Some(f) if f.name == "torchtitan" => Shape::Torchtitan,
-                _ => Shape::Console,
-            },
-        );
-    }
-    None
+    crate::read::console::detect(body).map(|framework| match framework {
+        Some(f) if f.name == "torchtitan" => Shape::Torchtitan,
+        _ => Shape::Console,
+    })
 }
 
 /// Facts from a run's parameters or config: a key named like a field's flag or alias (`dtype`,
