@@ -10,9 +10,10 @@ use serde_json::{Map, Value};
 use super::{rows_to_frame, ShapedFrame};
 use crate::values::{parse_cell, CellNumber};
 
-/// modded-nanogpt: `step:N/M [val_loss:L ]train_time:Xms step_avg:Yms`; train_time is cumulative (it
-/// excludes validation), so the group is named for the cumulative alias with its unit.
-pub const MODDED_NANOGPT: &str = r"^step:(?P<step>\d+)/(?P<total_steps>\d+) (?:val_loss:(?P<val_loss>[-\d.eE]+|nan) )?train_time:(?P<train_time_ms>[\d.]+)ms step_avg:(?P<step_avg_ms>[\d.]+)ms";
+/// modded-nanogpt: `step:N/M [val_loss:L ][train_loss:L ]train_time:Xms step_avg:Yms` (`step_avg:nanms`
+/// before the timer's first steps); train_time is cumulative (it excludes validation), so the group is
+/// named for the cumulative alias with its unit.
+pub const MODDED_NANOGPT: &str = r"^step:(?P<step>\d+)/(?P<total_steps>\d+) (?:val_loss:(?P<val_loss>[-\d.eE]+|nan) )?(?:train_loss:(?P<train_loss>[-\d.eE]+|nan) )?train_time:(?P<train_time_ms>[\d.]+)ms step_avg:(?P<step_avg_ms>[\d.]+|nan)ms";
 
 /// nanoGPT: `iter N: loss L, time Tms, mfu M%` (mfu is nanoGPT's own estimate against 312e12 FLOP/s).
 pub const NANOGPT: &str = r"^iter (?P<step>\d+): loss (?P<loss>[-\d.eE]+|nan), time (?P<step_time_ms>[\d.]+)ms(?:, mfu (?P<mfu>-?[\d.]+%))?";
