@@ -77,12 +77,20 @@ impl ConfigFacts {
             } else {
                 text
             };
-            for flag in text.split_whitespace() {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            for (i, word) in words.iter().enumerate() {
                 // `--bf16` alone on a command line: a flag that is on.
-                if let Some(name) = flag.strip_prefix("--") {
+                if let Some(name) = word.strip_prefix("--") {
                     let key = normalise(name);
                     if vocabulary().fact(&key) == Some(Fact::DtypeFlags) {
                         self.offer(Fact::DtypeFlags, &key, None, "true", origin);
+                    }
+                }
+                // `Using precision Precision.AMP_FP16`: a precision key, then a precision word.
+                let key = normalise(word);
+                if let Some(next) = words.get(i + 1) {
+                    if vocabulary().fact(&key) == Some(Fact::Dtype) && dtype_word(next).is_some() {
+                        self.offer(Fact::Dtype, &key, None, next, origin);
                     }
                 }
             }
@@ -517,6 +525,8 @@ mod tests {
         assert_eq!(dtype_word("Precision.AMP_FP16").as_deref(), Some("fp16"));
         assert_eq!(dtype_word("torch.bfloat16").as_deref(), Some("bf16"));
         assert_eq!(dtype_word("16"), None);
+        let f = read("INFO: composer.trainer.trainer: Using precision Precision.AMP_FP16\n");
+        assert_eq!(f.dtype().unwrap().0, "fp16");
     }
 
     #[test]

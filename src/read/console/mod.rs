@@ -279,6 +279,7 @@ pub fn read(
                         | Role::TokensPerSecondPerDevice
                         | Role::SamplesPerSecond
                         | Role::SamplesPerSecondPerDevice
+                        | Role::StepsPerSecond
                 )
             )
         });
@@ -537,6 +538,16 @@ pub fn read(
                         .and_then(Json::as_f64)
                         .filter(|v| *v > 0.0)
                         .map(|v| t / s / v)
+                }),
+            ))
+        } else if let Some(r) = rate(Role::StepsPerSecond) {
+            Some((
+                format!("1 / '{r}'"),
+                Box::new(move |row| {
+                    row.get(&r)
+                        .and_then(Json::as_f64)
+                        .filter(|v| *v > 0.0)
+                        .map(|v| 1.0 / v)
                 }),
             ))
         } else {

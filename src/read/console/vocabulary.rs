@@ -19,6 +19,8 @@ pub enum Role {
     TokensPerSecondPerDevice,
     SamplesPerSecond,
     SamplesPerSecondPerDevice,
+    /// Optimizer steps (batches) a second: the step time is its inverse.
+    StepsPerSecond,
     GlobalBatch,
     LoggedMfu,
     LoggedTflops,
@@ -151,20 +153,22 @@ impl Vocabulary {
         if let Some(role) = self.keys.get(key) {
             return Some(*role);
         }
-        // `train/tokens_per_second`, `throughput/tokens_per_sec`: a namespace before a known name.
-        for prefix in [
+        // `train/tokens_per_second`, `Train throughput/batches_per_sec`: namespaces (nested too) before
+        // a known name.
+        const NAMESPACES: [&str; 6] = [
             "train_",
             "training_",
             "perf_",
             "throughput_",
             "time_metrics_",
             "timing_",
-        ] {
-            if let Some(rest) = key.strip_prefix(prefix) {
-                if let Some(role) = self.keys.get(rest) {
-                    return Some(*role);
-                }
+        ];
+        let mut rest = key;
+        while let Some(inner) = NAMESPACES.iter().find_map(|p| rest.strip_prefix(p)) {
+            if let Some(role) = self.keys.get(inner) {
+                return Some(*role);
             }
+            rest = inner;
         }
         // A unit at the end of a time key: `iter_time_ms`, `step_time_s`.
         for unit in ["_ms", "_s", "_sec", "_us"] {
@@ -276,6 +280,10 @@ mod tests {
             Some(Role::TokensPerSecond)
         );
         assert_eq!(v.role("iter_time_ms", None), Some(Role::StepTime));
+        assert_eq!(
+            v.role("train_throughput_batches_per_sec", None),
+            Some(Role::StepsPerSecond)
+        );
         let titan = v.framework("torchtitan");
         assert_eq!(v.role("tps", titan), Some(Role::TokensPerSecondPerDevice));
         assert_eq!(
