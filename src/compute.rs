@@ -128,6 +128,11 @@ pub struct ComputeStats {
     pub bad_count_rows: usize,
     /// Rows with MFU above 1: impossible, so the FLOPs per token or the peak is wrong.
     pub mfu_above_one_rows: usize,
+    /// Rows whose logged MFU (the framework's own, as a fraction; re-based where `--logged-convention`
+    /// asked) is above 1, and the largest such value.
+    pub logged_mfu_above_one: (usize, f64),
+    /// Rows whose `mfu_logged_corrected` (the logged MFU against mfu's peak) is above 1.
+    pub corrected_mfu_above_one_rows: usize,
     /// Rows whose inputs were valid but a derived value overflowed to infinity: null instead.
     pub overflow_rows: usize,
     /// Each reason a peak was null, with the rows it affected.
@@ -143,6 +148,12 @@ impl ComputeStats {
         self.bad_count_rows += other.bad_count_rows;
         self.overflow_rows += other.overflow_rows;
         self.mfu_above_one_rows += other.mfu_above_one_rows;
+        self.logged_mfu_above_one.0 += other.logged_mfu_above_one.0;
+        self.logged_mfu_above_one.1 = self
+            .logged_mfu_above_one
+            .1
+            .max(other.logged_mfu_above_one.1);
+        self.corrected_mfu_above_one_rows += other.corrected_mfu_above_one_rows;
         for (why, rows) in &other.unresolved {
             match self.unresolved.iter_mut().find(|(w, _)| w == why) {
                 Some(slot) => slot.1 += rows,
@@ -1014,6 +1025,22 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     }
 
     let extra_columns = extra_columns(values, extras, &peak_col, &tps_col, &mfu_col, &mfu_fb_col);
+    // Every MFU column follows the rule for MFU above 1, the framework's own too: counted, for a
+    // warning, never passed on quietly.
+    for row in 0..values.height {
+        if let Some(m) = values.logged_mfu.get(row).filter(|m| *m > 1.0) {
+            stats.logged_mfu_above_one.0 += 1;
+            stats.logged_mfu_above_one.1 = stats.logged_mfu_above_one.1.max(m);
+        }
+    }
+    if let Some((_, corrected)) = extra_columns
+        .iter()
+        .find(|(name, _)| *name == MFU_LOGGED_CORRECTED)
+    {
+        stats.corrected_mfu_above_one_rows = (0..corrected.len())
+            .filter(|row| corrected.get(*row).is_some_and(|m| m > 1.0))
+            .count();
+    }
     let mut numbers = vec![
         (PEAK_FLOPS_PER_DEVICE, peak_col),
         (TOKENS_PER_SECOND, tps_col),

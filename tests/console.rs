@@ -110,3 +110,40 @@ fn a_log_that_lacks_one_fact_asks_for_exactly_that_flag() {
     assert!(err.contains("no column for flops_per_token"), "{err}");
     assert!(err.contains("give it with --flops-per-token"), "{err}");
 }
+
+#[test]
+fn a_logged_mfu_above_one_is_flagged_not_passed_on_quietly() {
+    // A torchtitan run has logged 15,277% MFU (a FLOPs count or a peak gone wrong by far).
+    let wd = Workdir::new("console_logged_above_one");
+    let log = wd.create(
+        "train.log",
+        "[titan] 2025-05-01 10:00:00,000 - root - INFO - Training starts at step 1, with local batch size 2, global batch size 16, sequence length 1024\n\
+         [titan] 2025-05-01 10:00:01,000 - root - INFO - step:  1  loss: 10.9  memory: 10.00GiB(12.00%)  tps: 3,000  mfu: 15,277.00%\n\
+         [titan] 2025-05-01 10:00:02,000 - root - INFO - step:  2  loss: 10.1  memory: 10.00GiB(12.00%)  tps: 3,100  mfu: 12.50%\n\
+         [titan] 2025-05-01 10:00:03,000 - root - INFO - step:  3  loss: 9.80  memory: 10.00GiB(12.00%)  tps: 3,050  mfu: 13.00%\n",
+    );
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(&log)
+        .args([
+            "-o",
+            "-",
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+            "--dtype",
+            "bf16",
+        ])
+        .args(["--num-devices", "8", "--flops-per-token", "1e9"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1 rows have a logged MFU above 1 (up to 152.7700, 15277%)"),
+        "{err}"
+    );
+    // The value itself reaches the output unchanged.
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows[0]["mfu (%)"], "15277.0");
+}

@@ -296,6 +296,20 @@ pub fn stats_warnings(total: &ComputeStats) -> Vec<String> {
             total.mfu_above_one_rows
         ));
     }
+    let (logged_rows, logged_max) = total.logged_mfu_above_one;
+    if logged_rows > 0 {
+        warnings.push(format!(
+            "{logged_rows} rows have a logged MFU above 1 (up to {:.4}, {:.0}%), which is impossible: the framework's FLOPs count or peak is wrong",
+            logged_max,
+            logged_max * 100.0
+        ));
+    }
+    if total.corrected_mfu_above_one_rows > 0 {
+        warnings.push(format!(
+            "{} rows have mfu_logged_corrected above 1, which is impossible: the logged MFU's FLOPs count is wrong, or --logged-peak-flops",
+            total.corrected_mfu_above_one_rows
+        ));
+    }
     warnings
 }
 
