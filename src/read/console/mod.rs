@@ -703,6 +703,121 @@ mod tests {
         );
     }
 
+    /// The layouts the reader takes, each printing one line of `(key, value)` pairs after the step.
+    const LAYOUTS: [&str; 7] = [
+        "colon-spaces",
+        "equals-dashes",
+        "megatron-bars",
+        "key-value-commas",
+        "python-dict",
+        "json",
+        "timestamped-equals-commas",
+    ];
+
+    fn print_line(layout: &str, step: u32, pairs: &[(String, f64)]) -> String {
+        let join = |f: &dyn Fn(&(String, f64)) -> String, sep: &str| {
+            pairs.iter().map(f).collect::<Vec<_>>().join(sep)
+        };
+        match layout {
+            "colon-spaces" => format!(
+                "step: {step}  {}",
+                join(&|(k, v)| format!("{k}:  {v}"), "  ")
+            ),
+            "equals-dashes" => format!(
+                "step={step} - {}",
+                join(&|(k, v)| format!("{k}={v}"), " - ")
+            ),
+            "megatron-bars" => format!(
+                " iteration {step}/ 1000 | {} |",
+                join(&|(k, v)| format!("{k}: {v}"), " | ")
+            ),
+            "key-value-commas" => {
+                format!("step {step}, {}", join(&|(k, v)| format!("{k} {v}"), ", "))
+            }
+            "python-dict" => format!(
+                "{{'step': {step}, {}}}",
+                join(&|(k, v)| format!("'{k}': {v}"), ", ")
+            ),
+            "json" => format!(
+                "{{\"step\": {step}, {}}}",
+                join(&|(k, v)| format!("\"{k}\": {v}"), ", ")
+            ),
+            _ => format!(
+                "[2025-01-02 03:04:{:02}] INFO step={step}, {}",
+                step % 60,
+                join(&|(k, v)| format!("{k}={v}"), ", ")
+            ),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// Any table printed as console lines, in each layout, reads back to the same columns and values.
+        #[test]
+        fn a_table_printed_in_any_layout_reads_back(
+            layout in 0..LAYOUTS.len(),
+            keys in proptest::collection::btree_set("k[a-z]{1,6}(_[a-z]{1,5})?", 1..6),
+            values in proptest::collection::vec(
+                proptest::collection::vec(-1e6f64..1e6, 6),
+                3..12,
+            ),
+        ) {
+            let keys: Vec<String> = keys.into_iter().collect();
+            let layout = LAYOUTS[layout];
+            let mut log = String::from("noise before the run\n");
+            for (i, row) in values.iter().enumerate() {
+                let pairs: Vec<(String, f64)> =
+                    keys.iter().cloned().zip(row.iter().copied()).collect();
+                log.push_str(&print_line(layout, i as u32 + 1, &pairs));
+                log.push('\n');
+            }
+            let read = read(log.as_bytes(), None, &[], None).unwrap();
+            proptest::prop_assert_eq!(read.rows.len(), values.len(), "{}", layout);
+            let step = if layout == "megatron-bars" { "iteration" } else { "step" };
+            for (i, row) in values.iter().enumerate() {
+                let got = &read.rows[i];
+                proptest::prop_assert_eq!(got.get(step).and_then(Json::as_f64), Some(i as f64 + 1.0));
+                for (k, v) in keys.iter().zip(row) {
+                    proptest::prop_assert_eq!(got.get(k).and_then(Json::as_f64), Some(*v), "{} {}", layout, k);
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+        /// Any bytes, and any mix of log-like fragments, through every stage: no panic (the fuzz targets
+        /// console_lines and console_facts do the same for longer).
+        #[test]
+        fn any_bytes_read_without_panic(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+            fragments in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "step", ": ", "=", " | ", " - ", ", ", "{'", "': ", "}", "[", "]", "(", ")",
+                    "1,234", "5.6ms", "nan", "-inf", "1e+03", "29.1GiB(9%)", "\n", "\r", "\u{1b}[31m",
+                    "[rank0]:", "2024-01-02 03:04:05,678 ", "--bf16", "world_size", "seq_len 8",
+                    "é", "█", "/", "10/100", "tensor(", "..... ", "Namespace(a=1, ",
+                ]),
+                0..60,
+            ),
+        ) {
+            let text: String = fragments.concat();
+            for input in [bytes.as_slice(), text.as_bytes()] {
+                let lossy = String::from_utf8_lossy(input);
+                for raw in lossy.lines() {
+                    for line in clean::clean(raw) {
+                        let _ = pairs::pairs(&line.text);
+                    }
+                }
+                let _ = detect(&lossy);
+                let _ = read(input, None, &[], Some(4.0));
+                let mut config = facts::ConfigFacts::default();
+                config.read_text(&lossy, "line", &|_| false);
+                let _ = (config.run_facts(), config.model());
+            }
+        }
+    }
+
     #[test]
     fn a_cut_last_line_is_reported() {
         let log = "step: 1 loss: 2.0 step_time: 0.5 tokens: 100\nstep: 2 loss: 1.9 step_time: 0.5 tokens: 100\nstep: 3 loss: 1.8 step_ti";

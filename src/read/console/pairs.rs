@@ -271,10 +271,8 @@ fn tokens(segment: &str) -> Vec<Token<'_>> {
         } else if !word.is_empty() {
             out.push(Token::Word(word));
         }
-        rest = &rest[end.max(1).min(rest.len())..];
-        while !rest.is_char_boundary(0) {
-            rest = &rest[1..];
-        }
+        // `end` is past the first character at least (the loop sets it before it can stop).
+        rest = &rest[end..];
     }
     out
 }
