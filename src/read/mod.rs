@@ -658,7 +658,7 @@ fn read_console(
         ));
     }
     Ok(shapes::ShapedFrame {
-        frame: shapes::rows_to_frame(&read.rows)?,
+        frame: read.table.to_frame()?,
         notes,
         facts: read.facts,
         warnings: read.warnings,

@@ -162,10 +162,17 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
 
 /// The cleaned lines of one raw line of a log.
 pub fn clean(raw: &str) -> Vec<Line<'_>> {
-    let plain = strip_ansi(raw);
+    match strip_ansi(raw) {
+        // Nothing to take out of the middle: the lines borrow from the log's text.
+        Cow::Borrowed(plain) => cut(plain, Cow::Borrowed),
+        Cow::Owned(plain) => cut(&plain, |text| Cow::Owned(text.to_string())),
+    }
+}
+
+/// The lines of `plain`, their text made by `text` (borrowed or owned).
+fn cut<'s, 'a>(plain: &'s str, text: impl Fn(&'s str) -> Cow<'a, str>) -> Vec<Line<'a>> {
     let mut out = Vec::new();
-    let pieces: Vec<&str> = plain.split('\r').filter(|p| !p.trim().is_empty()).collect();
-    for piece in pieces {
+    for piece in plain.split('\r').filter(|p| !p.trim().is_empty()) {
         // Several writers' lines glued together: a second timestamp starts a new line.
         let mut starts = vec![0];
         let mut from = 1;
@@ -191,10 +198,7 @@ pub fn clean(raw: &str) -> Vec<Line<'_>> {
             if rest.is_empty() {
                 continue;
             }
-            line.text = match &plain {
-                Cow::Borrowed(_) => Cow::Owned(rest.to_string()),
-                Cow::Owned(_) => Cow::Owned(rest.to_string()),
-            };
+            line.text = text(rest);
             out.push(line);
         }
     }

@@ -23,8 +23,6 @@ pub mod vocabulary;
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value as Json};
-
 use crate::columns::{ColumnHint, Field, RunFact, TimeUnit};
 use pairs::{Pair, Value};
 use vocabulary::{normalise, vocabulary, Fact, Framework, Role};
@@ -32,7 +30,7 @@ use vocabulary::{normalise, vocabulary, Fact, Framework, Role};
 /// What the reader made of a console log.
 #[derive(Debug, Default)]
 pub struct ConsoleRead {
-    pub rows: Vec<Map<String, Json>>,
+    pub table: Table,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
     pub facts: Vec<RunFact>,
@@ -41,44 +39,109 @@ pub struct ConsoleRead {
     pub framework: Option<String>,
 }
 
-/// A candidate training line (with its continuation lines).
+/// A candidate training line (with its continuation lines), borrowing from the log's text.
 #[derive(Debug)]
-struct Record {
+struct Record<'t> {
     /// Index (from 0) of the line it starts on.
     line: usize,
     wall_time: Option<f64>,
     rank: Option<u32>,
-    pairs: Vec<Pair>,
+    pairs: Vec<Pair<'t>>,
     family: (String, bool),
+    /// Its numbers other than the step.
+    numbers: usize,
+    /// Whether it carries a time or a rate.
+    timed: bool,
+}
+
+/// What the vocabulary says of each key, worked out once per distinct key rather than once per line.
+#[derive(Default)]
+struct Keys {
+    /// Raw key → its normalised form, whether it is a step counter, and whether it carries a time or
+    /// a rate.
+    known: HashMap<String, Known>,
+}
+
+struct Known {
+    normal: String,
+    step: bool,
+    timed: bool,
+}
+
+impl Keys {
+    fn of(&mut self, pair: &Pair<'_>, framework: Option<&Framework>) -> &Known {
+        if !self.known.contains_key(pair.key.as_ref()) {
+            let vocab = vocabulary();
+            let normal = normalise(&pair.key);
+            let timed = matches!(
+                vocab.role(
+                    &normalise(&column_name(&pair.key, pair.value.unit())),
+                    framework
+                ),
+                Some(
+                    Role::StepTime
+                        | Role::Elapsed
+                        | Role::TokensPerSecond
+                        | Role::TokensPerSecondPerDevice
+                        | Role::SamplesPerSecond
+                        | Role::SamplesPerSecondPerDevice
+                        | Role::StepsPerSecond
+                )
+            );
+            let step = vocab.role(&normal, framework) == Some(Role::Step);
+            self.known.insert(
+                pair.key.to_string(),
+                Known {
+                    normal,
+                    step,
+                    timed,
+                },
+            );
+        }
+        &self.known[pair.key.as_ref()]
+    }
+}
+
+/// Whether `haystack` holds `needle` (ASCII, any case).
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// Whether a key (normalised) or the text says the line is an evaluation's.
-fn is_evaluation(text: &str, pairs: &[Pair]) -> bool {
-    let lower = text.to_ascii_lowercase();
-    let head: &str = lower.split(['|', ',']).next().unwrap_or("");
-    head.contains("validat")
-        || head.contains("eval")
+fn is_evaluation(
+    text: &str,
+    pairs: &[Pair],
+    keys: &mut Keys,
+    framework: Option<&Framework>,
+) -> bool {
+    let head: &str = text.split(['|', ',']).next().unwrap_or("");
+    contains_ignore_case(head, "validat")
+        || contains_ignore_case(head, "eval")
         || pairs.iter().any(|p| {
-            let k = normalise(&p.key);
+            let k = keys.of(p, framework).normal.as_str();
             k.starts_with("val_")
                 || k.starts_with("eval")
                 || k.starts_with("validation")
                 || k.starts_with("test_")
-                || k.starts_with("val") && k.len() > 3 && !k.as_bytes()[3].is_ascii_alphabetic()
+                || (k.starts_with("val") && k.len() > 3 && !k.as_bytes()[3].is_ascii_alphabetic())
         })
 }
 
 /// The step key of a line's pairs: the first numeric pair whose key is a step counter.
-fn step_key(pairs: &[Pair], framework: Option<&Framework>) -> Option<String> {
+fn step_key(pairs: &[Pair], keys: &mut Keys, framework: Option<&Framework>) -> Option<String> {
     pairs.iter().find_map(|p| {
         if !p.value.number().is_some_and(|n| n.is_finite() && n >= 0.0) {
             return None;
         }
-        let k = normalise(&p.key);
-        if vocabulary().role(&k, framework) == Some(Role::Step) {
-            return Some(k);
+        let known = keys.of(p, framework);
+        if known.step {
+            return Some(known.normal.clone());
         }
         // `validate step: 20`, `eval step 3`: an evaluation's step counter.
+        let k = known.normal.as_str();
         let (first, last) = (k.split('_').next()?, k.rsplit('_').next()?);
         (k.contains('_')
             && [
@@ -97,8 +160,9 @@ fn step_key(pairs: &[Pair], framework: Option<&Framework>) -> Option<String> {
 }
 
 /// Scans `text` for candidate training lines; `limit` stops after that many (for detection).
-fn records(text: &str, framework: Option<&Framework>, limit: usize) -> Vec<Record> {
+fn records<'t>(text: &'t str, framework: Option<&Framework>, limit: usize) -> Vec<Record<'t>> {
     let mut out: Vec<Record> = Vec::new();
+    let mut keys = Keys::default();
     // A header's continuation lines are taken while they follow it directly.
     let mut open: Option<usize> = None;
     for (index, raw) in text.lines().enumerate() {
@@ -107,19 +171,34 @@ fn records(text: &str, framework: Option<&Framework>, limit: usize) -> Vec<Recor
             continue;
         }
         for line in clean::clean(raw) {
-            let found = pairs::pairs(&line.text);
+            // A line cleaning left whole is read in place; one it rewrote (colour codes taken out)
+            // gives pairs that own their text.
+            let found: Vec<Pair<'t>> = match &line.text {
+                std::borrow::Cow::Borrowed(t) => pairs::pairs(t),
+                std::borrow::Cow::Owned(t) => {
+                    pairs::pairs(t).into_iter().map(Pair::into_owned).collect()
+                }
+            };
             if found.is_empty() {
                 open = None;
                 continue;
             }
-            if let Some(key) = step_key(&found, framework) {
-                let eval = is_evaluation(&line.text, &found);
+            if let Some(key) = step_key(&found, &mut keys, framework) {
+                let eval = is_evaluation(&line.text, &found, &mut keys, framework);
+                let (mut numbers, mut timed) = (0, false);
+                for p in &found {
+                    let known = keys.of(p, framework);
+                    numbers += usize::from(p.value.number().is_some() && known.normal != key);
+                    timed |= known.timed;
+                }
                 out.push(Record {
                     line: index,
                     wall_time: line.wall_time,
                     rank: line.rank,
                     pairs: found,
                     family: (key, eval),
+                    numbers,
+                    timed,
                 });
                 if out.len() > limit {
                     out.pop();
@@ -130,22 +209,19 @@ fn records(text: &str, framework: Option<&Framework>, limit: usize) -> Vec<Recor
             }
             match open {
                 Some(at) if line.indented && found.len() == 1 => {
-                    out[at].pairs.extend(found);
+                    let known = keys.of(&found[0], framework);
+                    let record = &mut out[at];
+                    record.numbers += usize::from(
+                        found[0].value.number().is_some() && known.normal != record.family.0,
+                    );
+                    record.timed |= known.timed;
+                    record.pairs.extend(found);
                 }
                 _ => open = None,
             }
         }
     }
     out
-}
-
-/// The numeric keys of a record other than its step.
-fn numbers(record: &Record) -> usize {
-    record
-        .pairs
-        .iter()
-        .filter(|p| p.value.number().is_some() && normalise(&p.key) != record.family.0)
-        .count()
 }
 
 /// Whether `text` holds a family of training lines this reader takes: three lines (or one, with four
@@ -156,13 +232,13 @@ pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
     let found = records(text, framework, 64);
     let good: Vec<&Record> = found
         .iter()
-        .filter(|r| !r.family.1 && numbers(r) >= 2)
+        .filter(|r| !r.family.1 && r.numbers >= 2)
         .collect();
     let mut counts: HashMap<&(String, bool), usize> = HashMap::new();
     for r in &good {
         *counts.entry(&r.family).or_default() += 1;
     }
-    (counts.values().any(|n| *n >= 3) || good.iter().any(|r| numbers(r) >= 4)).then_some(framework)
+    (counts.values().any(|n| *n >= 3) || good.iter().any(|r| r.numbers >= 4)).then_some(framework)
 }
 
 /// The part of a log searched for framework markers.
@@ -189,34 +265,93 @@ fn column_name(key: &str, unit: &str) -> String {
     }
 }
 
-/// The unit written against a value ("" for text).
-fn unit_of(value: &Value) -> &str {
-    match value {
-        Value::Number { unit, .. } => unit,
-        Value::Text(_) => "",
-    }
-}
-
 /// A family (its step key, whether it is an evaluation's) and its rank (timed, lines).
 type Family = ((String, bool), (bool, usize));
 
 /// A per-row derivation and the words that say how it was made.
-type Derivation<'a> = (String, Box<dyn Fn(&Map<String, Json>) -> Option<f64> + 'a>);
+type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
 
-/// Adds the column `name` to every row, its value worked out from the row (null where it cannot be);
-/// returns how many rows got one.
-fn fill_column(
-    rows: &mut [Map<String, Json>],
-    name: &str,
-    value: &dyn Fn(&Map<String, Json>) -> Option<f64>,
-) -> usize {
-    let mut filled = 0;
-    for row in rows {
-        let v = value(row).and_then(serde_json::Number::from_f64);
-        filled += usize::from(v.is_some());
-        row.insert(name.to_string(), v.map_or(Json::Null, Json::Number));
+/// A column of the rows read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// Numbers (null where a line lacks the key or wrote `nan`); `integer` for the step counter when
+    /// every value is whole.
+    Numbers {
+        values: Vec<Option<f64>>,
+        integer: bool,
+    },
+    /// Words (`bf16`, `n/a`) of a key that never holds a number.
+    Text(Vec<Option<String>>),
+}
+
+/// The rows read, column by column in the order first seen.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Table {
+    pub names: Vec<String>,
+    pub columns: Vec<Column>,
+    pub height: usize,
+}
+
+impl Table {
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
     }
-    filled
+
+    /// The number in column `column` at `row`.
+    pub fn number(&self, column: usize, row: usize) -> Option<f64> {
+        match &self.columns[column] {
+            Column::Numbers { values, .. } => values[row],
+            Column::Text(_) => None,
+        }
+    }
+
+    /// The number of the column named `name` at `row` (tests and callers that know names).
+    pub fn get(&self, name: &str, row: usize) -> Option<f64> {
+        self.number(self.index(name)?, row)
+    }
+
+    /// Adds the column `name`, its value at each row worked out from the row (null where it cannot
+    /// be); returns how many rows got one.
+    fn fill(&mut self, name: &str, value: &dyn Fn(&Table, usize) -> Option<f64>) -> usize {
+        let values: Vec<Option<f64>> = (0..self.height)
+            .map(|row| value(self, row).filter(|v| v.is_finite()))
+            .collect();
+        let filled = values.iter().flatten().count();
+        self.names.push(name.to_string());
+        self.columns.push(Column::Numbers {
+            values,
+            integer: false,
+        });
+        filled
+    }
+
+    /// The table as a frame: numbers as Float64 (the step as Int64), words as String.
+    pub fn to_frame(&self) -> Result<polars::prelude::DataFrame, String> {
+        use polars::prelude::{IntoColumn, NamedFrom, Series};
+        let columns = self
+            .names
+            .iter()
+            .zip(&self.columns)
+            .map(|(name, column)| {
+                match column {
+                    Column::Numbers {
+                        values,
+                        integer: true,
+                    } => Series::new(
+                        name.into(),
+                        values
+                            .iter()
+                            .map(|v| v.map(|v| v as i64))
+                            .collect::<Vec<Option<i64>>>(),
+                    ),
+                    Column::Numbers { values, .. } => Series::new(name.into(), values),
+                    Column::Text(values) => Series::new(name.into(), values),
+                }
+                .into_column()
+            })
+            .collect();
+        polars::prelude::DataFrame::new(self.height, columns).map_err(|e| e.to_string())
+    }
 }
 
 /// `43.2K` → 43,200 (nanotron's counts).
@@ -265,24 +400,8 @@ pub fn read(
     // Families by how they rank: lines that carry a time or a rate first, then the most lines, then
     // the first seen.
     let mut families: Vec<Family> = Vec::new();
-    for r in found.iter().filter(|r| numbers(r) >= 1) {
-        let timed = r.pairs.iter().any(|p| {
-            matches!(
-                vocab.role(
-                    &normalise(&column_name(&p.key, unit_of(&p.value))),
-                    framework
-                ),
-                Some(
-                    Role::StepTime
-                        | Role::Elapsed
-                        | Role::TokensPerSecond
-                        | Role::TokensPerSecondPerDevice
-                        | Role::SamplesPerSecond
-                        | Role::SamplesPerSecondPerDevice
-                        | Role::StepsPerSecond
-                )
-            )
-        });
+    for r in found.iter().filter(|r| r.numbers >= 1) {
+        let timed = r.timed;
         match families.iter_mut().find(|(f, _)| *f == r.family) {
             Some((_, (t, n))) => {
                 *t |= timed;
@@ -360,61 +479,80 @@ pub fn read(
         ));
     }
 
-    // Columns: one per key, its unit in its name.
-    let mut units: HashMap<String, String> = HashMap::new();
+    // Columns: one per key, its unit in its name (the unit its first value was written with).
+    let mut units: HashMap<&str, &str> = HashMap::new();
+    let mut numeric_keys: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for r in &found {
         for p in &r.pairs {
             if let Value::Number { unit, .. } = &p.value {
-                units.entry(p.key.clone()).or_insert_with(|| unit.clone());
+                units.entry(p.key.as_ref()).or_insert(unit.as_ref());
+                numeric_keys.insert(p.key.as_ref());
             }
         }
     }
-    let mut rows: Vec<Map<String, Json>> = Vec::with_capacity(found.len());
-    let mut text_in_numbers = 0usize;
-    let numeric_keys: std::collections::HashSet<&str> = found
-        .iter()
-        .flat_map(|r| r.pairs.iter())
-        .filter(|p| p.value.number().is_some())
-        .map(|p| p.key.as_str())
-        .collect();
+    let height = found.len();
+    let mut table = Table {
+        height,
+        ..Table::default()
+    };
+    let mut at: HashMap<String, usize> = HashMap::new();
+    // The column of each key, made the first time the key is seen.
+    let mut column_of: HashMap<&str, usize> = HashMap::new();
     let with_wall_time = found.iter().any(|r| r.wall_time.is_some())
         && !found
             .iter()
             .any(|r| r.pairs.iter().any(|p| normalise(&p.key) == "wall_time"));
-    for r in &found {
-        let mut row = Map::new();
-        if with_wall_time {
-            row.insert(
-                "wall_time".into(),
-                r.wall_time
-                    .and_then(serde_json::Number::from_f64)
-                    .map_or(Json::Null, Json::Number),
-            );
-        }
+    if with_wall_time {
+        table.names.push("wall_time".into());
+        table.columns.push(Column::Numbers {
+            values: found.iter().map(|r| r.wall_time).collect(),
+            integer: false,
+        });
+        at.insert("wall_time".into(), 0);
+    }
+    // The last row each column was written in: a key twice on one line keeps the line's first.
+    let mut written_in: Vec<usize> = vec![usize::MAX; table.columns.len()];
+    let mut text_in_numbers = 0usize;
+    for (row, r) in found.iter().enumerate() {
         for p in &r.pairs {
-            let unit = units.get(&p.key).map(String::as_str).unwrap_or("");
-            let name = column_name(&p.key, if scale(unit).is_some() { "" } else { unit });
-            if row.contains_key(&name) {
-                continue; // a key twice on one line: the first is the line's
-            }
-            let value = match &p.value {
-                Value::Number { value, unit, .. } => {
-                    let v = value * scale(unit).unwrap_or(1.0);
-                    if normalise(&p.key) == family.0 && v.fract() == 0.0 && v.abs() < 9e15 {
-                        Json::from(v as i64)
-                    } else {
-                        serde_json::Number::from_f64(v).map_or(Json::Null, Json::Number)
-                    }
+            let key: &str = p.key.as_ref();
+            let column = match column_of.get(key) {
+                Some(c) => *c,
+                None => {
+                    let unit = units.get(key).copied().unwrap_or("");
+                    let name = column_name(key, if scale(unit).is_some() { "" } else { unit });
+                    let c = *at.entry(name.clone()).or_insert_with(|| {
+                        table.names.push(name);
+                        table.columns.push(if numeric_keys.contains(key) {
+                            Column::Numbers {
+                                values: vec![None; height],
+                                integer: normalise(key) == family.0,
+                            }
+                        } else {
+                            Column::Text(vec![None; height])
+                        });
+                        written_in.push(usize::MAX);
+                        table.columns.len() - 1
+                    });
+                    column_of.insert(key, c);
+                    c
                 }
-                Value::Text(_) if numeric_keys.contains(p.key.as_str()) => {
-                    text_in_numbers += 1;
-                    Json::Null
-                }
-                Value::Text(t) => Json::String(t.clone()),
             };
-            row.insert(name, value);
+            if written_in[column] == row {
+                continue;
+            }
+            written_in[column] = row;
+            match (&mut table.columns[column], &p.value) {
+                (Column::Numbers { values, integer }, Value::Number { value, unit, .. }) => {
+                    let v = value * scale(unit).unwrap_or(1.0);
+                    *integer &= v.fract() == 0.0 && v.abs() < 9e15;
+                    values[row] = v.is_finite().then_some(v);
+                }
+                (Column::Numbers { .. }, Value::Text(_)) => text_in_numbers += 1,
+                (Column::Text(values), Value::Text(t)) => values[row] = Some(t.to_string()),
+                (Column::Text(_), Value::Number { .. }) => {}
+            }
         }
-        rows.push(row);
     }
     if text_in_numbers > 0 {
         notes.push(format!(
@@ -441,17 +579,7 @@ pub fn read(
     });
 
     // Roles of the columns, then what they give.
-    let columns: Vec<String> = {
-        let mut seen = Vec::new();
-        for row in &rows {
-            for k in row.keys() {
-                if !seen.contains(k) {
-                    seen.push(k.clone());
-                }
-            }
-        }
-        seen
-    };
+    let columns = table.names.clone();
     let role_of = |column: &str| vocab.role(&normalise(column), framework);
     let first = |role: Role| columns.iter().find(|c| role_of(c) == Some(role)).cloned();
     let mut hints = Vec::new();
@@ -467,7 +595,7 @@ pub fn read(
     let written: HashMap<String, TimeUnit> = units
         .iter()
         .filter_map(|(key, unit)| {
-            let unit = match unit.as_str() {
+            let unit = match *unit {
                 "ms" => TimeUnit::Milliseconds,
                 "us" => TimeUnit::Microseconds,
                 _ => return None,
@@ -481,12 +609,21 @@ pub fn read(
             .copied()
             .unwrap_or_else(|| TimeUnit::from_column_name(c))
     };
-    let seconds = |row: &Map<String, Json>, c: &str| {
-        row.get(c)
-            .and_then(Json::as_f64)
-            .map(|v| v * time_unit(c).to_seconds())
+    // The seconds of a time column at a row: its index and its unit, looked up once.
+    let time_of = |t: &Table, c: &str| {
+        (
+            t.index(c).expect("a column of the table"),
+            time_unit(c).to_seconds(),
+        )
+    };
+    let seconds = |t: &Table, (column, scale): (usize, f64), row: usize| {
+        t.number(column, row)
+            .map(|v| v * scale)
             .filter(|s| s.is_finite() && *s > 0.0)
     };
+    let positive =
+        |t: &Table, column: usize, row: usize| t.number(column, row).filter(|v| *v > 0.0);
+    let index = |t: &Table, c: &str| t.index(c).expect("a column of the table");
     let world = config.world_size().map(|(w, _)| w);
     let seq = config.number(Fact::SeqLen);
     let tokens_fact = config.tokens_per_step();
@@ -501,60 +638,40 @@ pub fn read(
         let derivation: Option<Derivation<'_>> = if let (Some(r), Some(t)) =
             (rate(Role::TokensPerSecond), global_tokens)
         {
-            Some((
-                format!("tokens a step ({t}) / '{r}'"),
-                Box::new(move |row| {
-                    row.get(&r)
-                        .and_then(Json::as_f64)
-                        .filter(|v| *v > 0.0)
-                        .map(|v| t / v)
-                }),
-            ))
+            Some((format!("tokens a step ({t}) / '{r}'"), {
+                let r = index(&table, &r);
+                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / v))
+            }))
         } else if let (Some(r), Some(local)) = (rate(Role::TokensPerSecondPerDevice), local_tokens)
         {
             Some((
                     format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
-                    Box::new(move |row| row.get(&r).and_then(Json::as_f64).filter(|v| *v > 0.0).map(|v| local / v)),
+                    { let r = index(&table, &r); Box::new(move |tb, row| positive(tb, r, row).map(|v| local / v)) },
                 ))
         } else if let (Some(r), Some(t), Some(w)) =
             (rate(Role::TokensPerSecondPerDevice), global_tokens, world)
         {
-            Some((
-                format!("tokens a step ({t}) / ('{r}' x {w} devices)"),
-                Box::new(move |row| {
-                    row.get(&r)
-                        .and_then(Json::as_f64)
-                        .filter(|v| *v > 0.0)
-                        .map(|v| t / (v * w))
-                }),
-            ))
+            Some((format!("tokens a step ({t}) / ('{r}' x {w} devices)"), {
+                let r = index(&table, &r);
+                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / (v * w)))
+            }))
         } else if let (Some(r), Some(t), Some(s)) =
             (rate(Role::SamplesPerSecond), global_tokens, seq)
         {
-            Some((
-                format!("samples a step ({}) / '{r}'", t / s),
-                Box::new(move |row| {
-                    row.get(&r)
-                        .and_then(Json::as_f64)
-                        .filter(|v| *v > 0.0)
-                        .map(|v| t / s / v)
-                }),
-            ))
+            Some((format!("samples a step ({}) / '{r}'", t / s), {
+                let r = index(&table, &r);
+                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / s / v))
+            }))
         } else if let Some(r) = rate(Role::StepsPerSecond) {
-            Some((
-                format!("1 / '{r}'"),
-                Box::new(move |row| {
-                    row.get(&r)
-                        .and_then(Json::as_f64)
-                        .filter(|v| *v > 0.0)
-                        .map(|v| 1.0 / v)
-                }),
-            ))
+            Some((format!("1 / '{r}'"), {
+                let r = index(&table, &r);
+                Box::new(move |tb, row| positive(tb, r, row).map(|v| 1.0 / v))
+            }))
         } else {
             None
         };
         if let Some((how, f)) = derivation {
-            let timed = fill_column(&mut rows, "step_time_s", &f);
+            let timed = table.fill("step_time_s", &f);
             notes.push(format!("step_time_s = {how}: {timed} row(s) timed"));
             derived_time = Some("step_time_s".to_string());
         }
@@ -589,39 +706,42 @@ pub fn read(
         // Tokens from the rows: the global batch x the sequence length, or a rate x the step time.
         let batch = first(Role::GlobalBatch);
         let made: Option<Derivation<'_>> = if let (Some(b), Some(s)) = (batch, seq) {
-            Some((
-                format!("'{b}' x the sequence length {s}"),
-                Box::new(move |row| row.get(&b).and_then(Json::as_f64).map(|v| v * s)),
-            ))
+            Some((format!("'{b}' x the sequence length {s}"), {
+                let b = index(&table, &b);
+                Box::new(move |tb, row| tb.number(b, row).map(|v| v * s))
+            }))
         } else if let (Some(r), Some(tc)) = (rate(Role::TokensPerSecond), time_column.clone()) {
-            let sec = seconds;
+            let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
-                format!("'{r}' x '{tc}'"),
-                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * sec(row, &tc)?)),
+                format!("'{r}' x '{tc}'", r = table.names[r]),
+                Box::new(move |tb, row| Some(tb.number(r, row)? * seconds(tb, time, row)?)),
             ))
         } else if let (Some(r), Some(tc), Some(w)) = (
             rate(Role::TokensPerSecondPerDevice),
             time_column.clone(),
             world,
         ) {
-            let sec = seconds;
+            let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
-                format!("'{r}' x {w} devices x '{tc}'"),
-                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * w * sec(row, &tc)?)),
+                format!("'{r}' x {w} devices x '{tc}'", r = table.names[r]),
+                Box::new(move |tb, row| Some(tb.number(r, row)? * w * seconds(tb, time, row)?)),
             ))
         } else if let (Some(r), Some(tc), Some(s)) =
             (rate(Role::SamplesPerSecond), time_column.clone(), seq)
         {
-            let sec = seconds;
+            let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
-                format!("'{r}' x the sequence length {s} x '{tc}'"),
-                Box::new(move |row| Some(row.get(&r).and_then(Json::as_f64)? * s * sec(row, &tc)?)),
+                format!(
+                    "'{r}' x the sequence length {s} x '{tc}'",
+                    r = table.names[r]
+                ),
+                Box::new(move |tb, row| Some(tb.number(r, row)? * s * seconds(tb, time, row)?)),
             ))
         } else {
             None
         };
         if let Some((how, f)) = made {
-            let counted = fill_column(&mut rows, "tokens", &f);
+            let counted = table.fill("tokens", &f);
             notes.push(format!("tokens = {how}: {counted} row(s) counted"));
             hints.push(ColumnHint::new(Field::Tokens, "tokens".into(), None, false));
         }
@@ -634,7 +754,7 @@ pub fn read(
         facts.retain(|f| f.field != Field::Tokens);
     }
     Ok(ConsoleRead {
-        rows,
+        table,
         notes,
         warnings,
         facts,
@@ -649,9 +769,8 @@ mod tests {
     use super::*;
 
     fn column(read: &ConsoleRead, name: &str) -> Vec<Option<f64>> {
-        read.rows
-            .iter()
-            .map(|r| r.get(name).and_then(Json::as_f64))
+        (0..read.table.height)
+            .map(|row| read.table.get(name, row))
             .collect()
     }
 
@@ -666,7 +785,7 @@ mod tests {
         assert!(detect(log).is_some());
         let r = read(log.as_bytes(), None, &[], None).unwrap();
         assert_eq!(r.framework.as_deref(), Some("torchtitan"));
-        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.table.height, 2);
         // 8 sequences x 2 micro-batches x 2048 tokens / 70,848 tokens per second.
         let t = column(&r, "step_time_s");
         assert!((t[0].unwrap() - 8.0 * 2.0 * 2048.0 / 70848.0).abs() < 1e-12);
@@ -696,7 +815,7 @@ mod tests {
     fn records_of_header_and_indented_lines() {
         let log = "[epoch=1][batch=3/5]:\n\t Train time/token: 14750088\n\t Train throughput/tokens_per_sec: 10347.9543\n\t Train loss/train/total: 1.5\n[epoch=1][batch=4/5]:\n\t Train time/token: 14760088\n\t Train throughput/tokens_per_sec: 10340.0\n\t Train loss/train/total: 1.4\n";
         let r = read(log.as_bytes(), None, &[], None).unwrap();
-        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.table.height, 2);
         assert_eq!(
             column(&r, "Train throughput/tokens_per_sec")[1],
             Some(10340.0)
@@ -772,13 +891,13 @@ mod tests {
                 log.push('\n');
             }
             let read = read(log.as_bytes(), None, &[], None).unwrap();
-            proptest::prop_assert_eq!(read.rows.len(), values.len(), "{}", layout);
+            proptest::prop_assert_eq!(read.table.height, values.len(), "{}", layout);
             let step = if layout == "megatron-bars" { "iteration" } else { "step" };
             for (i, row) in values.iter().enumerate() {
-                let got = &read.rows[i];
-                proptest::prop_assert_eq!(got.get(step).and_then(Json::as_f64), Some(i as f64 + 1.0));
+                let got = |name: &str| read.table.get(name, i);
+                proptest::prop_assert_eq!(got(step), Some(i as f64 + 1.0));
                 for (k, v) in keys.iter().zip(row) {
-                    proptest::prop_assert_eq!(got.get(k).and_then(Json::as_f64), Some(*v), "{} {}", layout, k);
+                    proptest::prop_assert_eq!(got(k), Some(*v), "{} {}", layout, k);
                 }
             }
         }
@@ -822,7 +941,7 @@ mod tests {
     fn a_cut_last_line_is_reported() {
         let log = "step: 1 loss: 2.0 step_time: 0.5 tokens: 100\nstep: 2 loss: 1.9 step_time: 0.5 tokens: 100\nstep: 3 loss: 1.8 step_ti";
         let r = read(log.as_bytes(), None, &[], None).unwrap();
-        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.table.height, 2);
         assert!(r.warnings[0].contains("cut mid-way"), "{:?}", r.warnings);
     }
 }

@@ -6,23 +6,46 @@
 //! (`step: 1  loss: 2.3  tps: 6,912`). A Python dict or JSON object printed on the line (`{'loss': 2.1,
 //! ...}`) and a tqdm progress bar (`10/200 [00:12<03:40,  1.16s/it]`) are read as what they are.
 //! Values carry their decorations: `70,660`, `15.39%`, `5.67s`, `29.11GiB(92.83%)`, `1.2e+03`,
-//! `10/100`, `tensor(2.31)`, `[1.2e-05]`; see [`decode`].
+//! `10/100`, `tensor(2.31)`, `[1.2e-05]`; see [`decode`]. Keys, units and words borrow from the line
+//! wherever they are written whole in it, so a line is read without allocating per value.
+
+use std::borrow::Cow;
 
 /// A value as a log printed it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     /// A number, the unit written right after it (`%`, `s`, `ms`, `GiB`, `MODEL_TFLOP/s/GPU`, or ""), and
     /// the total of an `N/M` counter.
     Number {
         value: f64,
-        unit: String,
+        unit: Cow<'a, str>,
         total: Option<f64>,
     },
     /// Anything else (`bf16`, `n/a`, `True`).
-    Text(String),
+    Text(Cow<'a, str>),
 }
 
-impl Value {
+impl Value<'_> {
+    /// The same value, owning its text.
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Number { value, unit, total } => Value::Number {
+                value,
+                unit: Cow::Owned(unit.into_owned()),
+                total,
+            },
+            Value::Text(t) => Value::Text(Cow::Owned(t.into_owned())),
+        }
+    }
+
+    /// The unit written against a number ("" for text).
+    pub fn unit(&self) -> &str {
+        match self {
+            Value::Number { unit, .. } => unit,
+            Value::Text(_) => "",
+        }
+    }
+
     pub fn number(&self) -> Option<f64> {
         match self {
             Value::Number { value, .. } => Some(*value),
@@ -33,23 +56,35 @@ impl Value {
 
 /// One named value of a line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Pair {
-    pub key: String,
-    pub value: Value,
+pub struct Pair<'a> {
+    pub key: Cow<'a, str>,
+    pub value: Value<'a>,
+}
+
+impl Pair<'_> {
+    /// The same pair, owning its text (to outlive the line it was read from).
+    pub fn into_owned(self) -> Pair<'static> {
+        Pair {
+            key: Cow::Owned(self.key.into_owned()),
+            value: self.value.into_owned(),
+        }
+    }
 }
 
 /// A number as a log prints it, and what follows it: `(value, unit, total, rest)`. `None` when `text`
 /// does not start with a number. `nan` and `inf` are numbers (not finite ones).
 pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
     let t = text.trim_start();
-    let lower_head: String = t.chars().take(4).collect::<String>().to_ascii_lowercase();
     for (word, value) in [
         ("-nan", f64::NAN),
         ("nan", f64::NAN),
         ("-inf", f64::NEG_INFINITY),
         ("inf", f64::INFINITY),
     ] {
-        if lower_head.starts_with(word) {
+        if t.as_bytes()
+            .get(..word.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(word.as_bytes()))
+        {
             let rest = &t[word.len()..];
             if !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
                 return Some((value, "", None, rest));
@@ -147,8 +182,13 @@ fn leading_number(t: &str) -> Option<(f64, usize)> {
             i = j;
         }
     }
-    let text: String = t[..i].chars().filter(|c| *c != ',').collect();
-    text.parse::<f64>().ok().map(|v| (v, i))
+    let number = &t[..i];
+    let value = if number.contains(',') {
+        number.replace(',', "").parse::<f64>()
+    } else {
+        number.parse::<f64>()
+    };
+    value.ok().map(|v| (v, i))
 }
 
 /// The separators between fields: a segment never spans one. `, ` only with a space after it, so
@@ -319,11 +359,11 @@ fn time_unit_word(word: &str) -> Option<&'static str> {
 }
 
 /// The named values of `segment`.
-fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
+fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
     let tokens = tokens(segment);
-    let mut key: Vec<&str> = Vec::new();
+    let mut key: Vec<&'a str> = Vec::new();
     let mut is = false;
-    let mut pending_number: Option<(f64, &str, Option<f64>)> = None;
+    let mut pending_number: Option<(f64, &'a str, Option<f64>)> = None;
     let first = out.len();
     let mut i = 0;
     while i < tokens.len() {
@@ -342,9 +382,9 @@ fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
                     if tokens[i..].iter().all(|t| matches!(t, Token::Word(_))) {
                         let (unit, name) = match time_unit_word(rest[0]) {
                             Some(u) if unit.is_empty() && rest.len() == 1 => {
-                                (u.to_string(), format!("time ({u})"))
+                                (Cow::Borrowed(u), Cow::Owned(format!("time ({u})")))
                             }
-                            _ => (unit.to_string(), rest.join(" ")),
+                            _ => (Cow::Borrowed(unit), joined(&rest)),
                         };
                         out.push(Pair {
                             key: name,
@@ -356,8 +396,8 @@ fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
                 if is && !key.is_empty() {
                     // `dtype: bf16`: a word as a value.
                     out.push(Pair {
-                        key: key.join(" "),
-                        value: Value::Text((*w).to_string()),
+                        key: joined(&key),
+                        value: Value::Text(Cow::Borrowed(w)),
                     });
                     key.clear();
                     is = false;
@@ -380,7 +420,7 @@ fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
                         ) = (time_unit_word(w), out.last_mut())
                         {
                             if unit.is_empty() {
-                                *unit = u.to_string();
+                                *unit = Cow::Borrowed(u);
                                 i += 1;
                                 continue;
                             }
@@ -404,13 +444,21 @@ fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
                     }
                 } else {
                     // `epoch=0/micro_step=250`: the `/` between fields is not the key's.
-                    let joined = key.join(" ");
-                    let name = joined.trim_start_matches(['/', ',', '.']).to_string();
+                    let name = match joined(&key) {
+                        Cow::Borrowed(k) => match k.trim_start_matches(['/', ',', '.']) {
+                            "" => Cow::Borrowed(k),
+                            trimmed => Cow::Borrowed(trimmed),
+                        },
+                        Cow::Owned(k) => match k.trim_start_matches(['/', ',', '.']) {
+                            "" => Cow::Owned(k),
+                            trimmed => Cow::Owned(trimmed.to_string()),
+                        },
+                    };
                     out.push(Pair {
-                        key: if name.is_empty() { joined } else { name },
+                        key: name,
                         value: Value::Number {
                             value: *value,
-                            unit: (*unit).to_string(),
+                            unit: Cow::Borrowed(unit),
                             total: *total,
                         },
                     });
@@ -423,8 +471,16 @@ fn segment_pairs(segment: &str, out: &mut Vec<Pair>) {
     }
 }
 
+/// Words of a key as one: a single word borrowed, several joined with spaces.
+fn joined<'a>(words: &[&'a str]) -> Cow<'a, str> {
+    match words {
+        [one] => Cow::Borrowed(one),
+        _ => Cow::Owned(words.join(" ")),
+    }
+}
+
 /// The pairs of a Python dict or JSON object printed on a line, from `{` to its `}`.
-fn dict_pairs(text: &str, out: &mut Vec<Pair>) -> bool {
+fn dict_pairs<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> bool {
     let Some(open) = text.find('{') else {
         return false;
     };
@@ -468,13 +524,13 @@ fn dict_pairs(text: &str, out: &mut Vec<Pair>) -> bool {
         let value = match tokens(raw).as_slice() {
             [Token::Number(v, unit, total)] => Value::Number {
                 value: *v,
-                unit: (*unit).to_string(),
+                unit: Cow::Borrowed(unit),
                 total: *total,
             },
-            _ => Value::Text(raw.trim_matches(['\'', '"']).to_string()),
+            _ => Value::Text(Cow::Borrowed(raw.trim_matches(['\'', '"']))),
         };
         out.push(Pair {
-            key: key.to_string(),
+            key: Cow::Borrowed(key),
             value,
         });
         found = true;
@@ -485,7 +541,7 @@ fn dict_pairs(text: &str, out: &mut Vec<Pair>) -> bool {
 
 /// A tqdm progress bar: `  5%|▌    | 10/200 [00:12<03:40,  1.16s/it]`: the counter, the elapsed time
 /// (seconds) and the rate.
-fn progress_bar(text: &str, out: &mut Vec<Pair>) -> Option<usize> {
+fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
     let bracket = text.find(" [")?;
     let inner = &text[bracket + 2..];
     let close = inner.find(']')?;
@@ -500,7 +556,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair>) -> Option<usize> {
         key: "progress".into(),
         value: Value::Number {
             value: n,
-            unit: String::new(),
+            unit: Cow::Borrowed(""),
             total: m,
         },
     });
@@ -531,7 +587,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair>) -> Option<usize> {
                     key: "progress it/s".into(),
                     value: Value::Number {
                         value: v,
-                        unit: String::new(),
+                        unit: Cow::Borrowed(""),
                         total: None,
                     },
                 });
@@ -553,7 +609,7 @@ fn clock_seconds(text: &str) -> Option<f64> {
 }
 
 /// The named values of a cleaned line (see [`super::clean`]), in the order written.
-pub fn pairs(line: &str) -> Vec<Pair> {
+pub fn pairs(line: &str) -> Vec<Pair<'_>> {
     let mut out = Vec::new();
     let mut text = line;
     if let Some(used) = progress_bar(text, &mut out) {
@@ -584,8 +640,10 @@ mod tests {
         pairs(line)
             .into_iter()
             .map(|p| match p.value {
-                Value::Number { value, unit, .. } => (p.key, Some(value), unit),
-                Value::Text(t) => (p.key, None, t),
+                Value::Number { value, unit, .. } => {
+                    (p.key.into_owned(), Some(value), unit.into_owned())
+                }
+                Value::Text(t) => (p.key.into_owned(), None, t.into_owned()),
             })
             .collect()
     }
