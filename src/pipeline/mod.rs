@@ -432,7 +432,11 @@ impl Plan {
                 rows: options.rows,
                 line_regex: options.line_regex.clone(),
                 skip_bad_rows: options.skip_bad_rows,
-                num_devices: options.num_devices,
+                given: crate::read::console::Given {
+                    num_devices: options.num_devices,
+                    seq_len: options.seq_len,
+                    tokens_per_step: options.tokens_per_step,
+                },
                 budget: Some(MemoryBudget::new(
                     options
                         .max_memory

@@ -323,9 +323,9 @@ pub struct ReadOptions {
     pub skip_bad_rows: bool,
     /// `--max-memory`: what inputs read whole may take, shared by the run's threads (`None`: no limit).
     pub budget: Option<Arc<MemoryBudget>>,
-    /// `--num-devices`, for what a console log's rates give only with the device count (a per-device
-    /// rate into a step time).
-    pub num_devices: Option<f64>,
+    /// `--num-devices`, `--seq-len` and `--tokens-per-step`, for what a console log's rates give only
+    /// with them (a per-device rate into a step time).
+    pub given: console::Given,
 }
 
 impl ReadError {
@@ -583,9 +583,7 @@ fn read_shape(
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
-        Shape::Torchtitan | Shape::Console => {
-            read_console(input, shape, &bytes, options.num_devices)
-        }
+        Shape::Torchtitan | Shape::Console => read_console(input, shape, &bytes, options.given),
         Shape::Olmo => shapes::olmo::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
@@ -635,7 +633,7 @@ fn read_console(
     input: &Input,
     shape: Shape,
     bytes: &[u8],
-    num_devices: Option<f64>,
+    given: console::Given,
 ) -> Result<shapes::ShapedFrame, String> {
     let mut beside = Vec::new();
     if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
@@ -648,7 +646,7 @@ fn read_console(
         }
     }
     let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
-    let read = console::read(bytes, framework, &beside, num_devices)?;
+    let read = console::read(bytes, framework, &beside, given)?;
     let mut notes = read.notes;
     if !beside.is_empty() {
         let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();

@@ -105,6 +105,25 @@ fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
     Some((end, value))
 }
 
+/// The length of a glog line prefix (`I0706 16:49:36.945926 140110937163584 file.py:559] `): a level
+/// letter, month and day, a time, a thread id and the source location up to `] `. It has no year, so
+/// it gives no wall time.
+fn glog_prefix(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let head_ok = b.len() > 22
+        && matches!(b[0], b'I' | b'W' | b'E' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && b[6..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b':'
+        && b[11] == b':';
+    if !head_ok {
+        return None;
+    }
+    let close = text[..text.len().min(256)].find("] ")?;
+    Some(close + 2)
+}
+
 /// Takes the launcher's and logger's decorations off the front of `text`.
 fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
     loop {
@@ -114,6 +133,11 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
         if digits > 0 && digits < 6 && trimmed[digits..].starts_with(": ") {
             line.rank = line.rank.or(trimmed[..digits].parse().ok());
             text = &trimmed[digits + 2..];
+            continue;
+        }
+        // glog's prefix (absl, JAX, MaxText): `I0706 16:49:36.945926 140110937163584 pyconfig.py:559] `.
+        if let Some(used) = glog_prefix(trimmed) {
+            text = &trimmed[used..];
             continue;
         }
         if let Some((used, value)) = leading_timestamp(trimmed) {
@@ -243,6 +267,8 @@ mod tests {
         assert_eq!(l.text, "INFO x=1");
         // A time of day is not a launcher's task number.
         assert_eq!(one("14:02:11 iteration").text, "14:02:11 iteration");
+        let l = one("I0706 16:50:30.761657 140110937163584 metric_logger.py:214] completed step: 20, seconds: 0.250");
+        assert_eq!(l.text, "completed step: 20, seconds: 0.250");
     }
 
     #[test]

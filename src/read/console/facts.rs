@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::vocabulary::{normalise, vocabulary, Fact};
+use super::vocabulary::{normalise, vocabulary, Fact, Framework};
 use crate::columns::{Field, RunFact};
 
 /// A value read for a fact, and where.
@@ -19,17 +19,29 @@ pub struct Found {
     /// `file line N` or `line N`.
     pub origin: String,
     pub key: String,
+    /// How telling its name is (see [`super::vocabulary::Vocabulary::rank`]); 0 for a flag.
+    pub rank: usize,
 }
 
 /// The facts of one run, by kind.
 #[derive(Debug, Default, Clone)]
 pub struct ConfigFacts {
     found: HashMap<Fact, Found>,
+    /// The framework whose meaning of a key comes first.
+    framework: Option<&'static Framework>,
     /// Where an fp16 loss scaler spoke (`Attempted loss scale`): evidence of fp16 training.
     fp16_scaler: Option<String>,
 }
 
 impl ConfigFacts {
+    /// Facts read with `framework`'s meaning of its keys first.
+    pub fn of(framework: Option<&'static Framework>) -> ConfigFacts {
+        ConfigFacts {
+            framework,
+            ..ConfigFacts::default()
+        }
+    }
+
     pub fn get(&self, fact: Fact) -> Option<&Found> {
         self.found.get(&fact)
     }
@@ -77,25 +89,37 @@ impl ConfigFacts {
             } else {
                 text
             };
+            // A Markdown table row of a key and its value: `| device | NVIDIA A800 80GB PCIe |`.
+            if let Some((key, value)) = table_row(text) {
+                if let Some((key, fact)) = sentence_fact(&fact_key(key), self.framework) {
+                    let number = super::pairs::decode(value)
+                        .filter(|(_, unit, _, rest)| unit.is_empty() && rest.trim().is_empty())
+                        .map(|(n, ..)| n);
+                    self.offer(fact, &key, number, value, origin);
+                }
+                continue;
+            }
             let words: Vec<&str> = text.split_whitespace().collect();
             for (i, word) in words.iter().enumerate() {
                 // `--bf16` alone on a command line: a flag that is on.
                 if let Some(name) = word.strip_prefix("--") {
                     let key = normalise(name);
-                    if vocabulary().fact(&key) == Some(Fact::DtypeFlags) {
+                    if vocabulary().fact(&key, self.framework) == Some(Fact::DtypeFlags) {
                         self.offer(Fact::DtypeFlags, &key, None, "true", origin);
                     }
                 }
                 // `Using precision Precision.AMP_FP16`: a precision key, then a precision word.
                 let key = normalise(word);
                 if let Some(next) = words.get(i + 1) {
-                    if vocabulary().fact(&key) == Some(Fact::Dtype) && dtype_word(next).is_some() {
+                    if vocabulary().fact(&key, self.framework) == Some(Fact::Dtype)
+                        && dtype_word(next).is_some()
+                    {
                         self.offer(Fact::Dtype, &key, None, next, origin);
                     }
                 }
             }
             for pair in super::pairs::pairs(text) {
-                let Some((key, fact)) = sentence_fact(&fact_key(&pair.key)) else {
+                let Some((key, fact)) = sentence_fact(&fact_key(&pair.key), self.framework) else {
                     continue;
                 };
                 match (&pair.value, fact) {
@@ -139,6 +163,7 @@ impl ConfigFacts {
                 text: name,
                 origin: origin.to_string(),
                 key: key.to_string(),
+                rank: 0,
             });
             return;
         }
@@ -149,29 +174,41 @@ impl ConfigFacts {
                 text: "fp8".into(),
                 origin: origin.to_string(),
                 key: key.to_string(),
+                rank: 0,
             });
             return;
         }
         if !accepted {
             return;
         }
-        self.found.entry(fact).or_insert(Found {
-            number,
-            text,
-            origin: origin.to_string(),
-            key: key.to_string(),
-        });
+        // The first value wins, unless a more telling name gives another later.
+        let rank = vocabulary().rank(fact, key, self.framework);
+        if self.found.get(&fact).is_some_and(|f| f.rank <= rank) {
+            return;
+        }
+        self.found.insert(
+            fact,
+            Found {
+                number,
+                text,
+                origin: origin.to_string(),
+                key: key.to_string(),
+                rank,
+            },
+        );
     }
 
-    /// The device count the user gave (`--num-devices`): it wins over what the log says.
-    pub fn set_world_size(&mut self, n: f64) {
+    /// A value the user gave by `flag` (`--num-devices`, `--seq-len`, `--tokens-per-step`): it wins
+    /// over what the log says.
+    pub fn set_flag(&mut self, fact: Fact, n: f64, flag: &str) {
         self.found.insert(
-            Fact::WorldSize,
+            fact,
             Found {
                 number: Some(n),
                 text: n.to_string(),
                 origin: "the command line".into(),
-                key: "--num-devices".into(),
+                key: flag.into(),
+                rank: 0,
             },
         );
     }
@@ -229,6 +266,9 @@ impl ConfigFacts {
     /// Tokens of one optimizer step over all devices: the global batch x the sequence length, or the
     /// micro-batch x gradient accumulation x data-parallel ranks x the sequence length.
     pub fn tokens_per_step(&self) -> Option<(f64, String)> {
+        if let Some(t) = self.number(Fact::TokensPerStep) {
+            return Some((t, self.origin(Fact::TokensPerStep)));
+        }
         let seq = self.number(Fact::SeqLen)?;
         if let Some(batch) = self.number(Fact::GlobalBatch) {
             return Some((
@@ -242,21 +282,7 @@ impl ConfigFacts {
         }
         let micro = self.number(Fact::MicroBatch)?;
         let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
-        let (ranks, ranks_from) = match self.number(Fact::DataParallel) {
-            Some(dp) => (dp, self.origin(Fact::DataParallel)),
-            None => {
-                let (w, from) = self.world_size()?;
-                let split = [
-                    Fact::TensorParallel,
-                    Fact::PipelineParallel,
-                    Fact::ContextParallel,
-                ]
-                .iter()
-                .filter_map(|f| self.number(*f))
-                .product::<f64>();
-                (w / split, from)
-            }
-        };
+        let (ranks, ranks_from) = self.data_parallel_ranks()?;
         Some((
             micro * accum * ranks * seq,
             format!(
@@ -270,6 +296,35 @@ impl ConfigFacts {
                 self.origin(Fact::SeqLen)
             ),
         ))
+    }
+
+    /// Samples (sequences) of one optimizer step over all devices, as configured: the global batch,
+    /// or the micro-batch x gradient accumulation x data-parallel ranks.
+    pub fn samples_per_step(&self) -> Option<f64> {
+        if let Some(batch) = self.number(Fact::GlobalBatch) {
+            return Some(batch);
+        }
+        let micro = self.number(Fact::MicroBatch)?;
+        let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
+        Some(micro * accum * self.data_parallel_ranks()?.0)
+    }
+
+    /// The data-parallel ranks: stated, else the device count over the tensor, pipeline and context
+    /// degrees; and where that was read.
+    fn data_parallel_ranks(&self) -> Option<(f64, String)> {
+        if let Some(dp) = self.number(Fact::DataParallel) {
+            return Some((dp, self.origin(Fact::DataParallel)));
+        }
+        let (w, from) = self.world_size()?;
+        let split = [
+            Fact::TensorParallel,
+            Fact::PipelineParallel,
+            Fact::ContextParallel,
+        ]
+        .iter()
+        .filter_map(|f| self.number(*f))
+        .product::<f64>();
+        Some((w / split, from))
     }
 
     /// The model's shape as the keys of a Hugging Face config, when layers, hidden size, heads and
@@ -357,8 +412,8 @@ fn fact_key(key: &str) -> String {
 /// The fact a key names: the whole key, else its last words (`Trainer is initialized with local batch
 /// size` is `local_batch_size`), unless a dropped word says it is about something else (`eval batch
 /// size`, `max position ...`).
-fn sentence_fact(key: &str) -> Option<(String, Fact)> {
-    if let Some(fact) = vocabulary().fact(key) {
+fn sentence_fact(key: &str, framework: Option<&Framework>) -> Option<(String, Fact)> {
+    if let Some(fact) = vocabulary().fact(key, framework) {
         return Some((key.to_string(), fact));
     }
     let words: Vec<&str> = key.split('_').collect();
@@ -388,11 +443,20 @@ fn sentence_fact(key: &str) -> Option<(String, Fact)> {
             return None;
         }
         let tail = words[start..].join("_");
-        if let Some(fact) = vocabulary().fact(&tail) {
+        if let Some(fact) = vocabulary().fact(&tail, framework) {
             return Some((tail, fact));
         }
     }
     None
+}
+
+/// `| key | value |` → the key and the value, trimmed.
+fn table_row(text: &str) -> Option<(&str, &str)> {
+    let inner = text.strip_prefix('|')?.strip_suffix('|')?;
+    let (key, value) = inner.split_once('|')?;
+    let (key, value) = (key.trim(), value.trim());
+    let plain = |s: &str| !s.is_empty() && !s.contains('|') && !s.starts_with('-');
+    (plain(key) && plain(value)).then_some((key, value))
 }
 
 /// `Namespace(a=1, b=2)` → `a=1, b=2`: a call's name and parentheses off, where its arguments are
@@ -512,10 +576,22 @@ mod tests {
         assert_eq!(f.number(Fact::SeqLen), Some(8192.0));
         assert_eq!(f.world_size().unwrap().0, 8.0);
         assert_eq!(f.dtype().unwrap().0, "bf16");
-        let f = read("{'model_name': 'phi-2', 'micro_batch_size': 8, 'precision': 'bf16-true', 'n_layer': 32, 'n_head': 32, 'n_embd': 2560, 'padded_vocab_size': 51200, 'block_size': 2048}");
+        // lit-gpt's `block_size` is its sequence length (a framework's own meaning of a key).
+        let mut f = ConfigFacts::of(vocabulary().framework("litgpt"));
+        f.read_text("{'model_name': 'phi-2', 'micro_batch_size': 8, 'precision': 'bf16-true', 'n_layer': 32, 'n_head': 32, 'n_embd': 2560, 'padded_vocab_size': 51200, 'block_size': 2048}", "line", &|_| false);
         assert_eq!(f.dtype().unwrap().0, "bf16");
         assert!(f.model().is_some());
         assert_eq!(f.number(Fact::SeqLen), Some(2048.0));
+    }
+
+    #[test]
+    fn a_more_telling_name_wins_over_an_earlier_one() {
+        let f = read("Config param batch_size: 1\nConfig param per_device_batch_size: 4\nConfig param batch_size: 2\n");
+        assert_eq!(f.number(Fact::MicroBatch), Some(4.0));
+        assert_eq!(
+            f.get(Fact::MicroBatch).unwrap().key,
+            "per_device_batch_size"
+        );
     }
 
     #[test]
@@ -527,6 +603,13 @@ mod tests {
         assert_eq!(dtype_word("16"), None);
         let f = read("INFO: composer.trainer.trainer: Using precision Precision.AMP_FP16\n");
         assert_eq!(f.dtype().unwrap().0, "fp16");
+        // llm.c's parameter table: Markdown rows, its device and its tokens a step.
+        let llmc = vocabulary().framework("llm.c");
+        let mut f = ConfigFacts::of(llmc);
+        f.read_text("| device                | NVIDIA A800 80GB PCIe                              |\n| precision             | BF16                                               |\n| max_sequence_length T | 1024                                               |\nbatch_size B=56 * seq_len T=1024 * num_processes=1 and total_batch_size=458752\n", "line", &|_| false);
+        assert_eq!(f.get(Fact::Device).unwrap().text, "NVIDIA A800 80GB PCIe");
+        assert_eq!(f.dtype().unwrap().0, "bf16");
+        assert_eq!(f.tokens_per_step().unwrap().0, 458752.0);
     }
 
     #[test]

@@ -367,11 +367,20 @@ fn scale(unit: &str) -> Option<f64> {
 
 /// Reads a console log; `framework` names its framework when known (`--shape`), else its markers
 /// say; `beside` are the configuration files kept beside it (name, text).
+/// What the user gave by flag that the reader's derivations use too (a per-device rate into a step
+/// time needs the device count): each wins over what the log says.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Given {
+    pub num_devices: Option<f64>,
+    pub seq_len: Option<f64>,
+    pub tokens_per_step: Option<f64>,
+}
+
 pub fn read(
     bytes: &[u8],
     framework: Option<&str>,
     beside: &[(String, String)],
-    num_devices: Option<f64>,
+    given: Given,
 ) -> Result<ConsoleRead, String> {
     let text = String::from_utf8_lossy(bytes);
     let vocab = vocabulary();
@@ -561,14 +570,24 @@ pub fn read(
     }
 
     // What the printed configuration says.
-    let mut config = facts::ConfigFacts::default();
+    let mut config = facts::ConfigFacts::of(framework);
     let used: std::collections::HashSet<usize> = found.iter().map(|r| r.line).collect();
     config.read_text(&text, "line", &|i| used.contains(&i));
     for (name, body) in beside {
         config.read_text(body, &format!("{name} line"), &|_| false);
     }
-    if let Some(n) = num_devices {
-        config.set_world_size(n);
+    for (value, fact, flag) in [
+        (given.num_devices, Fact::WorldSize, "--num-devices"),
+        (given.seq_len, Fact::SeqLen, "--seq-len"),
+        (
+            given.tokens_per_step,
+            Fact::TokensPerStep,
+            "--tokens-per-step",
+        ),
+    ] {
+        if let Some(n) = value {
+            config.set_flag(fact, n, flag);
+        }
     }
     let mut facts = config.run_facts();
     let model = config.model().map(|(m, origin)| {
@@ -655,12 +674,17 @@ pub fn read(
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| t / (v * w)))
             }))
-        } else if let (Some(r), Some(t), Some(s)) =
-            (rate(Role::SamplesPerSecond), global_tokens, seq)
-        {
-            Some((format!("samples a step ({}) / '{r}'", t / s), {
+        } else if let (Some(r), Some(samples)) = (
+            rate(Role::SamplesPerSecond),
+            // The samples a rate of samples counts: the configured batch, else the tokens over the
+            // sequence length (a DPO pair is one sample of two sequences, so the batch comes first).
+            config
+                .samples_per_step()
+                .or_else(|| Some(global_tokens? / seq?)),
+        ) {
+            Some((format!("samples a step ({samples}) / '{r}'"), {
                 let r = index(&table, &r);
-                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / s / v))
+                Box::new(move |tb, row| positive(tb, r, row).map(|v| samples / v))
             }))
         } else if let Some(r) = rate(Role::StepsPerSecond) {
             Some((format!("1 / '{r}'"), {
@@ -783,7 +807,7 @@ mod tests {
 [rank0]:[titan] 2026-04-18 22:16:27,294 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
 [rank0]:[titan] 2026-04-18 22:16:27,400 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
         assert!(detect(log).is_some());
-        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.framework.as_deref(), Some("torchtitan"));
         assert_eq!(r.table.height, 2);
         // 8 sequences x 2 micro-batches x 2048 tokens / 70,848 tokens per second.
@@ -814,7 +838,7 @@ mod tests {
     #[test]
     fn records_of_header_and_indented_lines() {
         let log = "[epoch=1][batch=3/5]:\n\t Train time/token: 14750088\n\t Train throughput/tokens_per_sec: 10347.9543\n\t Train loss/train/total: 1.5\n[epoch=1][batch=4/5]:\n\t Train time/token: 14760088\n\t Train throughput/tokens_per_sec: 10340.0\n\t Train loss/train/total: 1.4\n";
-        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.table.height, 2);
         assert_eq!(
             column(&r, "Train throughput/tokens_per_sec")[1],
@@ -890,7 +914,7 @@ mod tests {
                 log.push_str(&print_line(layout, i as u32 + 1, &pairs));
                 log.push('\n');
             }
-            let read = read(log.as_bytes(), None, &[], None).unwrap();
+            let read = read(log.as_bytes(), None, &[], Given::default()).unwrap();
             proptest::prop_assert_eq!(read.table.height, values.len(), "{}", layout);
             let step = if layout == "megatron-bars" { "iteration" } else { "step" };
             for (i, row) in values.iter().enumerate() {
@@ -929,7 +953,7 @@ mod tests {
                     }
                 }
                 let _ = detect(&lossy);
-                let _ = read(input, None, &[], Some(4.0));
+                let _ = read(input, None, &[], Given { num_devices: Some(4.0), ..Given::default() });
                 let mut config = facts::ConfigFacts::default();
                 config.read_text(&lossy, "line", &|_| false);
                 let _ = (config.run_facts(), config.model());
@@ -940,7 +964,7 @@ mod tests {
     #[test]
     fn a_cut_last_line_is_reported() {
         let log = "step: 1 loss: 2.0 step_time: 0.5 tokens: 100\nstep: 2 loss: 1.9 step_time: 0.5 tokens: 100\nstep: 3 loss: 1.8 step_ti";
-        let r = read(log.as_bytes(), None, &[], None).unwrap();
+        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.table.height, 2);
         assert!(r.warnings[0].contains("cut mid-way"), "{:?}", r.warnings);
     }

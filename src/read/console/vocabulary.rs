@@ -43,6 +43,8 @@ pub enum Fact {
     ContextParallel,
     Dtype,
     DtypeFlags,
+    /// Tokens of one optimizer step over all devices, stated outright.
+    TokensPerStep,
     GlobalBatch,
     MicroBatch,
     GradAccum,
@@ -77,6 +79,10 @@ pub struct Framework {
     /// Keys that mean something else in this framework's logs.
     #[serde(default)]
     pub keys: HashMap<String, Role>,
+    /// Configuration keys that mean something particular in this framework's logs (llm.c's
+    /// `total_batch_size` counts tokens).
+    #[serde(default)]
+    pub facts: HashMap<String, Fact>,
     #[serde(default)]
     pub notes: Option<String>,
 }
@@ -86,6 +92,8 @@ pub struct Framework {
 pub struct Vocabulary {
     keys: HashMap<String, Role>,
     facts: Vec<(String, Fact)>,
+    /// Each fact's names in the order written: an earlier name is the more telling one.
+    fact_order: HashMap<Fact, Vec<String>>,
     pub frameworks: Vec<Framework>,
 }
 
@@ -110,20 +118,25 @@ fn parse(text: &str) -> Result<Vocabulary, String> {
         }
     }
     let mut facts = Vec::new();
+    let mut fact_order = HashMap::new();
     for (fact, names) in file.facts {
-        for name in names {
-            facts.push((normalise(&name), fact));
+        let names: Vec<String> = names.iter().map(|n| normalise(n)).collect();
+        for name in &names {
+            facts.push((name.clone(), fact));
         }
+        fact_order.insert(fact, names);
     }
     // Longest names first, so `global_batch_size` is tried before `batch_size`.
     facts.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
     let mut frameworks = file.framework;
     for f in &mut frameworks {
         f.keys = f.keys.drain().map(|(k, r)| (normalise(&k), r)).collect();
+        f.facts = f.facts.drain().map(|(k, r)| (normalise(&k), r)).collect();
     }
     Ok(Vocabulary {
         keys,
         facts,
+        fact_order,
         frameworks,
     })
 }
@@ -181,8 +194,12 @@ impl Vocabulary {
         None
     }
 
-    /// What a configuration key (normalised, maybe dotted into `section_key`) means.
-    pub fn fact(&self, key: &str) -> Option<Fact> {
+    /// What a configuration key (normalised, maybe dotted into `section_key`) means, the framework's
+    /// meaning first.
+    pub fn fact(&self, key: &str, framework: Option<&Framework>) -> Option<Fact> {
+        if let Some(fact) = framework.and_then(|f| f.facts.get(key)) {
+            return Some(*fact);
+        }
         for (name, fact) in &self.facts {
             if key == name
                 || (key.len() > name.len()
@@ -194,6 +211,26 @@ impl Vocabulary {
             }
         }
         None
+    }
+
+    /// How telling `key` is for `fact`, 0 the most: its place in the fact's list (a framework's own
+    /// meaning first). A later value under a more telling name replaces an earlier one (MaxText prints
+    /// `batch_size: 1` before `per_device_batch_size: 4`).
+    pub fn rank(&self, fact: Fact, key: &str, framework: Option<&Framework>) -> usize {
+        if framework.is_some_and(|f| f.facts.get(key) == Some(&fact)) {
+            return 0;
+        }
+        self.fact_order
+            .get(&fact)
+            .and_then(|names| {
+                names.iter().position(|name| {
+                    key == name
+                        || (key.len() > name.len()
+                            && key.ends_with(name.as_str())
+                            && key.as_bytes()[key.len() - name.len() - 1] == b'_')
+                })
+            })
+            .map_or(usize::MAX, |at| at + 1)
     }
 
     /// The framework the log's text names, by its markers (the first entry whose marker appears).
@@ -287,12 +324,12 @@ mod tests {
         let titan = v.framework("torchtitan");
         assert_eq!(v.role("tps", titan), Some(Role::TokensPerSecondPerDevice));
         assert_eq!(
-            v.fact("trainer_n_gpus_per_node"),
+            v.fact("trainer_n_gpus_per_node", None),
             Some(Fact::DevicesPerNode)
         );
-        assert_eq!(v.fact("global_batch_size"), Some(Fact::GlobalBatch));
-        assert_eq!(v.fact("max_position_embeddings"), None);
-        assert_eq!(v.fact("data_max_seq_len"), Some(Fact::SeqLen));
+        assert_eq!(v.fact("global_batch_size", None), Some(Fact::GlobalBatch));
+        assert_eq!(v.fact("max_position_embeddings", None), None);
+        assert_eq!(v.fact("data_max_seq_len", None), Some(Fact::SeqLen));
     }
 
     #[test]
