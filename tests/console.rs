@@ -91,7 +91,7 @@ fn real_logs_read_to_their_hand_worked_mfu() {
         frameworks.insert(case["framework"].clone());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(frameworks.len() >= 12, "{frameworks:?}");
+    assert!(frameworks.len() >= 13, "{frameworks:?}");
 }
 
 #[test]
