@@ -9,7 +9,8 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use crate::columns::{
-    extract, map_columns, ColumnError, ColumnMapping, ColumnOptions, Field, FieldValues, Numbers,
+    extract, map_columns, map_typed_columns, ColumnError, ColumnMapping, ColumnOptions, Field,
+    FieldValues, Numbers,
 };
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
@@ -143,6 +144,7 @@ pub enum EnrichError {
 /// `tokens_per_second_input`).
 pub fn plan_columns(
     names: &[&str],
+    numeric: &[&str],
     options: &EnrichOptions,
 ) -> Result<(ColumnMapping, Vec<(String, String)>), EnrichError> {
     if names.is_empty() {
@@ -151,7 +153,7 @@ pub fn plan_columns(
     if OUTPUT_COLUMNS.iter().all(|c| names.contains(c)) {
         return Err(EnrichError::AlreadyEnriched);
     }
-    let mapping = map_columns(names, &options.columns)?;
+    let mapping = map_typed_columns(names, numeric, &options.columns)?;
     let mut renamed = Vec::new();
     for taken in options.added_columns() {
         if names.contains(&taken) {
@@ -175,7 +177,13 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
         .map(|s| s.to_string())
         .collect();
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let (mapping, renamed) = plan_columns(&name_refs, options)?;
+    let numeric: Vec<&str> = df
+        .columns()
+        .iter()
+        .filter(|c| c.dtype().is_primitive_numeric())
+        .map(|c| c.name().as_str())
+        .collect();
+    let (mapping, renamed) = plan_columns(&name_refs, &numeric, options)?;
     let values = extract(&df, &mapping, options.columns.model.as_ref())?;
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();

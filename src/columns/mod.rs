@@ -152,6 +152,8 @@ impl Field {
                 "num_tokens",
                 "total_tokens",
                 "tokens_seen",
+                // torchtitan's TensorBoard and W&B metric: all ranks' tokens so far.
+                "n_tokens_seen",
                 "consumed_tokens",
                 "cumulative_tokens",
             ],
@@ -579,6 +581,9 @@ fn closest_columns(columns: &[&str], field: Field) -> String {
 /// once per field.
 struct MatchNames<'a> {
     columns: &'a [&'a str],
+    /// Whether each column holds numbers: never a device's name or a precision (a classifier's
+    /// `precision` metric, a `gpu` utilisation).
+    numeric: Vec<bool>,
     /// Trimmed and lower-cased; then with a known prefix dropped.
     lowered: Vec<String>,
     stripped: Vec<String>,
@@ -588,7 +593,7 @@ struct MatchNames<'a> {
 }
 
 impl<'a> MatchNames<'a> {
-    fn new(columns: &'a [&'a str]) -> MatchNames<'a> {
+    fn new(columns: &'a [&'a str], numeric: &[&str]) -> MatchNames<'a> {
         let lowered: Vec<String> = columns
             .iter()
             .map(|c| c.trim().to_ascii_lowercase())
@@ -599,6 +604,7 @@ impl<'a> MatchNames<'a> {
         };
         MatchNames {
             columns,
+            numeric: columns.iter().map(|c| numeric.contains(c)).collect(),
             lowered_no_unit: no_unit(&lowered),
             stripped_no_unit: no_unit(&stripped),
             lowered,
@@ -610,10 +616,22 @@ impl<'a> MatchNames<'a> {
     /// exact (prefix-kept) match beats a prefix-dropped one. For a duration, a name with its unit suffix
     /// dropped also counts (`fwd_bwd_time_ms` is `fwd_bwd_time`).
     fn find(&self, field: Field) -> Option<&'a str> {
-        self.find_by_aliases(field.aliases(), field.is_time())
+        let words_only = matches!(field, Field::DeviceName | Field::Dtype);
+        self.find_where(field.aliases(), field.is_time(), |i| {
+            !(words_only && self.numeric[i])
+        })
     }
 
     fn find_by_aliases(&self, aliases: &[&str], is_time: bool) -> Option<&'a str> {
+        self.find_where(aliases, is_time, |_| true)
+    }
+
+    fn find_where(
+        &self,
+        aliases: &[&str],
+        is_time: bool,
+        usable: impl Fn(usize) -> bool,
+    ) -> Option<&'a str> {
         let with_units = [&self.lowered, &self.stripped];
         let all = [
             &self.lowered,
@@ -624,7 +642,7 @@ impl<'a> MatchNames<'a> {
         let candidates: &[&Vec<String>] = if is_time { &all } else { &with_units };
         for alias in aliases {
             for names in candidates {
-                if let Some(i) = names.iter().position(|c| c == alias) {
+                if let Some(i) = (0..names.len()).find(|i| names[*i] == *alias && usable(*i)) {
                     return Some(self.columns[i]);
                 }
             }
@@ -651,8 +669,18 @@ pub fn map_columns(
     columns: &[&str],
     options: &ColumnOptions,
 ) -> Result<ColumnMapping, ColumnError> {
+    map_typed_columns(columns, &[], options)
+}
+
+/// [`map_columns`], knowing which columns hold numbers: such a column is never taken for the device's
+/// name or the precision by its name alone (`--map` still may).
+pub fn map_typed_columns(
+    columns: &[&str],
+    numeric: &[&str],
+    options: &ColumnOptions,
+) -> Result<ColumnMapping, ColumnError> {
     let available = || columns.join(", ");
-    let names = MatchNames::new(columns);
+    let names = MatchNames::new(columns, numeric);
     let mut sources = Vec::with_capacity(Field::ALL.len());
     for field in Field::ALL {
         let mapped = options.map.iter().rev().find(|(f, _)| *f == field);
@@ -1428,6 +1456,40 @@ pub fn per_step_intervals(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_of_numbers_is_never_the_precision_or_the_device_by_its_name() {
+        let mut o = ColumnOptions::default();
+        o.constants.dtype = Some("bf16".into());
+        o.constants.device = Some("NVIDIA H100 80GB HBM3".into());
+        o.constants.num_devices = Some(8.0);
+        o.constants.flops_per_token = Some(1e9);
+        // W&B history with a classifier's precision and a GPU utilisation: the flags apply, no clash.
+        let cols = ["step", "step_time", "tokens", "precision", "gpu"];
+        let m = map_typed_columns(
+            &cols,
+            &["step", "step_time", "tokens", "precision", "gpu"],
+            &o,
+        )
+        .unwrap();
+        assert_eq!(m.source(Field::Dtype), &FieldSource::Text("bf16".into()));
+        assert_eq!(
+            m.source(Field::DeviceName),
+            &FieldSource::Text("NVIDIA H100 80GB HBM3".into())
+        );
+        // torchtitan's running token count.
+        let m = map_columns(&["step", "step_time", "n_tokens_seen"], &o).unwrap();
+        assert_eq!(
+            m.source(Field::Tokens),
+            &FieldSource::Column {
+                name: "n_tokens_seen".into(),
+                unit: None,
+                cumulative: true
+            }
+        );
+        // The same names holding words are the precision and the device (so the flags clash).
+        assert!(map_typed_columns(&cols, &["step", "step_time", "tokens"], &o).is_err());
+    }
 
     fn opts() -> ColumnOptions {
         ColumnOptions::default()

@@ -91,7 +91,13 @@ fn plan_and_compute(
     options: &EnrichOptions,
 ) -> Result<Planned, BatchError> {
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let (mapping, renamed) = plan_columns(&names, options)?;
+    let numeric: Vec<&str> = schema
+        .fields()
+        .iter()
+        .filter(|f| f.data_type().is_numeric())
+        .map(|f| f.name().as_str())
+        .collect();
+    let (mapping, renamed) = plan_columns(&names, &numeric, options)?;
     let extras = options.extras();
     let values = extract_from(
         table,

@@ -295,6 +295,14 @@ pub fn parameter_facts<'a>(
             if !named || value.is_empty() || facts.iter().any(|f| f.field == field) {
                 continue;
             }
+            if field == crate::columns::Field::Dtype
+                && (value.parse::<f64>().is_ok()
+                    || crate::peaks::precision::parse_precision(value).is_none())
+            {
+                // A tracker's `precision` metric (0.83) is a classifier's score: a precision is a
+                // word of the precision vocabulary, never a number.
+                continue;
+            }
             if field.is_text() {
                 facts.push(crate::columns::RunFact::text(field, value, origin(key)));
             } else if let Ok(n) = value.parse::<f64>() {
@@ -487,6 +495,13 @@ mod tests {
         let tokens = tokens_of(&facts);
         assert_eq!(tokens.value, crate::columns::FactValue::Number(1000.0));
         assert!(parameter_facts([("batch_size", "8")], origin).is_empty());
+        // A classifier's precision among a run's parameters or metrics is not the training precision.
+        assert!(parameter_facts([("precision", "0.83"), ("recall", "0.7")], origin).is_empty());
+        let facts = parameter_facts([("precision", "bf16-mixed")], origin);
+        assert_eq!(
+            facts[0].value,
+            crate::columns::FactValue::Text("bf16-mixed".into())
+        );
     }
 
     #[test]
