@@ -159,69 +159,289 @@ fn step_key(pairs: &[Pair], keys: &mut Keys, framework: Option<&Framework>) -> O
     })
 }
 
-/// Scans `text` for candidate training lines; `limit` stops after that many (for detection).
-fn records<'t>(text: &'t str, framework: Option<&Framework>, limit: usize) -> Vec<Record<'t>> {
-    let mut out: Vec<Record> = Vec::new();
+/// Scans `text` for candidate training lines, handing each (with its continuation lines) to `found`,
+/// which says whether to go on.
+fn scan<'t>(
+    text: &'t str,
+    framework: Option<&Framework>,
+    mut found: impl FnMut(Record<'t>) -> bool,
+) {
     let mut keys = Keys::default();
     // A header's continuation lines are taken while they follow it directly.
-    let mut open: Option<usize> = None;
+    let mut open: Option<Record<'t>> = None;
     for (index, raw) in text.lines().enumerate() {
         if raw.len() > 1 << 20 {
-            open = None;
+            if open.take().is_some_and(|r| !found(r)) {
+                return;
+            }
             continue;
         }
         for line in clean::clean(raw) {
             // A line cleaning left whole is read in place; one it rewrote (colour codes taken out)
             // gives pairs that own their text.
-            let found: Vec<Pair<'t>> = match &line.text {
+            let pairs: Vec<Pair<'t>> = match &line.text {
                 std::borrow::Cow::Borrowed(t) => pairs::pairs(t),
                 std::borrow::Cow::Owned(t) => {
                     pairs::pairs(t).into_iter().map(Pair::into_owned).collect()
                 }
             };
-            if found.is_empty() {
-                open = None;
-                continue;
-            }
-            if let Some(key) = step_key(&found, &mut keys, framework) {
-                let eval = is_evaluation(&line.text, &found, &mut keys, framework);
+            if let Some(key) = step_key(&pairs, &mut keys, framework) {
+                let eval = is_evaluation(&line.text, &pairs, &mut keys, framework);
                 let (mut numbers, mut timed) = (0, false);
-                for p in &found {
+                for p in &pairs {
                     let known = keys.of(p, framework);
                     numbers += usize::from(p.value.number().is_some() && known.normal != key);
                     timed |= known.timed;
                 }
-                out.push(Record {
+                let record = Record {
                     line: index,
                     wall_time: line.wall_time,
                     rank: line.rank,
-                    pairs: found,
+                    pairs,
                     family: (key, eval),
                     numbers,
                     timed,
-                });
-                if out.len() > limit {
-                    out.pop();
-                    return out;
+                };
+                if open.replace(record).is_some_and(|r| !found(r)) {
+                    return;
                 }
-                open = Some(out.len() - 1);
                 continue;
             }
-            match open {
-                Some(at) if line.indented && found.len() == 1 => {
-                    let known = keys.of(&found[0], framework);
-                    let record = &mut out[at];
+            match open.as_mut() {
+                Some(record) if line.indented && pairs.len() == 1 => {
+                    let known = keys.of(&pairs[0], framework);
                     record.numbers += usize::from(
-                        found[0].value.number().is_some() && known.normal != record.family.0,
+                        pairs[0].value.number().is_some() && known.normal != record.family.0,
                     );
                     record.timed |= known.timed;
-                    record.pairs.extend(found);
+                    record.pairs.extend(pairs);
                 }
-                _ => open = None,
+                _ => {
+                    if open.take().is_some_and(|r| !found(r)) {
+                        return;
+                    }
+                }
             }
         }
     }
-    out
+    if let Some(r) = open {
+        found(r);
+    }
+}
+
+/// A digest of a line's named values (keys, numbers bit for bit, units and words), to tell a line
+/// repeated verbatim from the next step's.
+fn digest(pairs: &[Pair<'_>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in pairs {
+        p.key.hash(&mut h);
+        match &p.value {
+            Value::Number { value, unit, total } => {
+                value.to_bits().hash(&mut h);
+                unit.hash(&mut h);
+                total.map(f64::to_bits).hash(&mut h);
+            }
+            Value::Text(t) => t.hash(&mut h),
+        }
+    }
+    h.finish()
+}
+
+/// A column as it is built: numbers and words side by side until the end says which it is.
+#[derive(Debug, Default)]
+struct Building {
+    numbers: Vec<Option<f64>>,
+    /// The words, by row: most columns have none, so they are kept apart from the numbers.
+    words: Vec<(usize, String)>,
+    /// The last row written to: a key twice on one line keeps the line's first.
+    written: Option<usize>,
+    any_number: bool,
+    /// Every number whole (the step counter is an integer column then).
+    whole: bool,
+    /// The unit written against its first number.
+    unit: String,
+}
+
+/// One family's rows as they are read, and what choosing among families and cleaning up after need.
+#[derive(Debug)]
+struct FamilyRows {
+    family: (String, bool),
+    timed: bool,
+    /// Rows by rank, all, and those with a number besides the step (which rank the family).
+    rows_by_rank: HashMap<Option<u32>, (usize, usize)>,
+    names: Vec<String>,
+    columns: Vec<Building>,
+    at: HashMap<String, usize>,
+    column_of: HashMap<String, usize>,
+    lines: Vec<usize>,
+    ranks: Vec<Option<u32>>,
+    sizes: Vec<usize>,
+    wall_times: Vec<Option<f64>>,
+    /// A digest of each rank's previous row: a line repeated verbatim is one step.
+    previous: HashMap<Option<u32>, u64>,
+    repeats: usize,
+    words_among_numbers: usize,
+}
+
+impl FamilyRows {
+    fn new(family: (String, bool)) -> FamilyRows {
+        FamilyRows {
+            family,
+            timed: false,
+            rows_by_rank: HashMap::new(),
+            names: Vec::new(),
+            columns: Vec::new(),
+            at: HashMap::new(),
+            column_of: HashMap::new(),
+            lines: Vec::new(),
+            ranks: Vec::new(),
+            sizes: Vec::new(),
+            wall_times: Vec::new(),
+            previous: HashMap::new(),
+            repeats: 0,
+            words_among_numbers: 0,
+        }
+    }
+
+    fn height(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Adds a record's row: a column per key (its name with the unit of the key's first number).
+    fn push(&mut self, record: Record<'_>) {
+        let counts = self.rows_by_rank.entry(record.rank).or_default();
+        counts.0 += 1;
+        counts.1 += usize::from(record.numbers >= 1);
+        if record.numbers >= 1 {
+            self.timed |= record.timed;
+        }
+        let digest = digest(&record.pairs);
+        if self.previous.insert(record.rank, digest) == Some(digest) {
+            self.repeats += 1;
+            return;
+        }
+        let row = self.height();
+        self.lines.push(record.line);
+        self.ranks.push(record.rank);
+        self.sizes.push(record.pairs.len());
+        self.wall_times.push(record.wall_time);
+        for column in &mut self.columns {
+            column.numbers.push(None);
+        }
+        for p in &record.pairs {
+            let key: &str = p.key.as_ref();
+            let column = match self.column_of.get(key) {
+                Some(c) => *c,
+                None => {
+                    let unit = p.value.unit();
+                    let name = column_name(key, if scale(unit).is_some() { "" } else { unit });
+                    let c = match self.at.get(&name) {
+                        Some(c) => *c,
+                        None => {
+                            self.names.push(name.clone());
+                            self.columns.push(Building {
+                                numbers: vec![None; row + 1],
+                                whole: true,
+                                ..Building::default()
+                            });
+                            self.at.insert(name, self.columns.len() - 1);
+                            self.columns.len() - 1
+                        }
+                    };
+                    self.column_of.insert(key.to_string(), c);
+                    c
+                }
+            };
+            let building = &mut self.columns[column];
+            // A key twice on one line: the first is the line's.
+            if building.written == Some(row) {
+                continue;
+            }
+            building.written = Some(row);
+            match &p.value {
+                Value::Number { value, unit, .. } => {
+                    let v = value * scale(unit).unwrap_or(1.0);
+                    if !building.any_number {
+                        building.unit = unit.to_string();
+                    }
+                    building.any_number = true;
+                    building.whole &= v.fract() == 0.0 && v.abs() < 9e15;
+                    building.numbers[row] = v.is_finite().then_some(v);
+                }
+                Value::Text(t) => building.words.push((row, t.to_string())),
+            }
+        }
+    }
+
+    /// Keeps the rows `keep` says.
+    fn retain(&mut self, keep: &[bool]) {
+        fn filter<T>(values: &mut Vec<T>, keep: &[bool]) {
+            let mut i = 0;
+            values.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+        }
+        filter(&mut self.lines, keep);
+        filter(&mut self.ranks, keep);
+        filter(&mut self.sizes, keep);
+        filter(&mut self.wall_times, keep);
+        // A kept row's new place: how many rows are kept before it.
+        let mut place = Vec::with_capacity(keep.len());
+        let mut kept = 0;
+        for k in keep {
+            place.push(kept);
+            kept += usize::from(*k);
+        }
+        for column in &mut self.columns {
+            filter(&mut column.numbers, keep);
+            column.words.retain(|(row, _)| keep[*row]);
+            for (row, _) in &mut column.words {
+                *row = place[*row];
+            }
+            column.written = None;
+        }
+    }
+
+    /// The rows as a table: a column of numbers where any value was one (its words counted), else of
+    /// words; the family's step counter as integers when whole; `wall_time` first where lines had one.
+    fn table(self) -> (Table, usize) {
+        let height = self.height();
+        let mut table = Table {
+            height,
+            ..Table::default()
+        };
+        let mut words_among_numbers = self.words_among_numbers;
+        let with_wall_time = self.wall_times.iter().any(Option::is_some)
+            && !self.names.iter().any(|n| normalise(n) == "wall_time");
+        if with_wall_time {
+            table.names.push("wall_time".into());
+            table.columns.push(Column::Numbers {
+                values: self.wall_times,
+                integer: false,
+            });
+        }
+        for (name, building) in self.names.into_iter().zip(self.columns) {
+            let column = if building.any_number {
+                words_among_numbers += building.words.len();
+                let integer = building.whole && normalise(&name) == self.family.0;
+                Column::Numbers {
+                    values: building.numbers,
+                    integer,
+                }
+            } else {
+                let mut words = vec![None; height];
+                for (row, word) in building.words {
+                    words[row] = Some(word);
+                }
+                Column::Text(words)
+            };
+            table.names.push(name);
+            table.columns.push(column);
+        }
+        (table, words_among_numbers)
+    }
 }
 
 /// Whether `text` holds a family of training lines this reader takes: three lines (or one, with four
@@ -229,16 +449,17 @@ fn records<'t>(text: &'t str, framework: Option<&Framework>, limit: usize) -> Ve
 /// its markers name.
 pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
     let framework = vocabulary().framework_of(head(text));
-    let found = records(text, framework, 64);
-    let good: Vec<&Record> = found
-        .iter()
-        .filter(|r| !r.family.1 && r.numbers >= 2)
-        .collect();
-    let mut counts: HashMap<&(String, bool), usize> = HashMap::new();
-    for r in &good {
-        *counts.entry(&r.family).or_default() += 1;
-    }
-    (counts.values().any(|n| *n >= 3) || good.iter().any(|r| r.numbers >= 4)).then_some(framework)
+    let mut counts: HashMap<(String, bool), usize> = HashMap::new();
+    let (mut seen, mut rich) = (0, false);
+    scan(text, framework, |r| {
+        seen += 1;
+        if !r.family.1 && r.numbers >= 2 {
+            rich |= r.numbers >= 4;
+            *counts.entry(r.family).or_default() += 1;
+        }
+        seen < 64
+    });
+    (counts.values().any(|n| *n >= 3) || rich).then_some(framework)
 }
 
 /// The part of a log searched for framework markers.
@@ -264,9 +485,6 @@ fn column_name(key: &str, unit: &str) -> String {
         _ => key.to_string(),
     }
 }
-
-/// A family (its step key, whether it is an evaluation's) and its rank (timed, lines).
-type Family = ((String, bool), (bool, usize));
 
 /// A per-row derivation and the words that say how it was made.
 type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
@@ -387,63 +605,83 @@ pub fn read(
     let framework = framework
         .and_then(|name| vocab.framework(name))
         .or_else(|| vocab.framework_of(head(&text)));
-    let mut found = records(&text, framework, usize::MAX);
-    let total_lines = text.lines().count();
-    // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
+    // One pass: every candidate line goes to its family's rows.
+    let mut families: Vec<FamilyRows> = Vec::new();
     let mut by_rank: HashMap<u32, usize> = HashMap::new();
-    for r in &found {
-        if let Some(rank) = r.rank {
+    scan(&text, framework, |record| {
+        if let Some(rank) = record.rank {
             *by_rank.entry(rank).or_default() += 1;
         }
-    }
-    let mut other_ranks = 0;
-    if by_rank.len() > 1 {
-        let (&rank, _) = by_rank
+        match families.iter_mut().find(|f| f.family == record.family) {
+            Some(rows) => rows.push(record),
+            None => {
+                let mut rows = FamilyRows::new(record.family.clone());
+                rows.push(record);
+                families.push(rows);
+            }
+        }
+        true
+    });
+    let total_lines = text.lines().count();
+    // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
+    let rank = (by_rank.len() > 1).then(|| {
+        by_rank
             .iter()
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .expect("not empty");
-        let before = found.len();
-        found.retain(|r| r.rank.is_none_or(|r| r == rank));
-        other_ranks = before - found.len();
-    }
-    // Families by how they rank: lines that carry a time or a rate first, then the most lines, then
-    // the first seen.
-    let mut families: Vec<Family> = Vec::new();
-    for r in found.iter().filter(|r| r.numbers >= 1) {
-        let timed = r.timed;
-        match families.iter_mut().find(|(f, _)| *f == r.family) {
-            Some((_, (t, n))) => {
-                *t |= timed;
-                *n += 1;
-            }
-            None => families.push((r.family.clone(), (timed, 1))),
+            .map(|(rank, _)| *rank)
+            .expect("not empty")
+    });
+    let kept = |r: &Option<u32>| rank.is_none() || r.is_none() || *r == rank;
+    let other_ranks: usize = by_rank
+        .iter()
+        .filter(|(r, _)| rank.is_some_and(|k| **r != k))
+        .map(|(_, n)| n)
+        .sum();
+    // Families by how they rank: lines that carry a time or a rate first, then the most lines (with
+    // a number besides the step, of the rank kept), then the first seen.
+    let count = |f: &FamilyRows, counted: bool| -> usize {
+        f.rows_by_rank
+            .iter()
+            .filter(|(r, _)| kept(r))
+            .map(|(_, (all, with_numbers))| if counted { *with_numbers } else { *all })
+            .sum()
+    };
+    let mut best: Option<usize> = None;
+    for (i, f) in families.iter().enumerate() {
+        let rank_of = (f.timed, count(f, true));
+        if f.family.1 || rank_of.1 == 0 {
+            continue;
+        }
+        if best.is_none_or(|b| rank_of > (families[b].timed, count(&families[b], true))) {
+            best = Some(i);
         }
     }
-    let mut best: Option<&Family> = None;
-    for f in families.iter().filter(|(f, _)| !f.1) {
-        if best.is_none_or(|b| f.1 > b.1) {
-            best = Some(f);
-        }
-    }
-    let Some((family, _)) = best.cloned() else {
-        return Err(if families.is_empty() {
+    let Some(best) = best else {
+        return Err(if families.iter().all(|f| count(f, true) == 0) {
             "no line with a step counter and named numbers (such as 'step: 10  loss: 2.1  step_time: 0.5'); give --line-regex with named groups".into()
         } else {
             "only evaluation lines have a step counter: nothing to read as training steps".into()
         });
     };
-    let kept_out = found.iter().filter(|r| r.family != family).count();
-    let evaluation = found
+    let mut rows = families.swap_remove(best);
+    let family = rows.family.clone();
+    let kept_out: usize = families.iter().map(|f| count(f, false)).sum();
+    let evaluation: usize = families
         .iter()
-        .filter(|r| r.family != family && r.family.1)
-        .count();
-    found.retain(|r| r.family == family);
+        .filter(|f| f.family.1)
+        .map(|f| count(f, false))
+        .sum();
+    drop(families);
+    if rank.is_some() {
+        let keep: Vec<bool> = rows.ranks.iter().map(kept).collect();
+        rows.retain(&keep);
+    }
     let mut notes = vec![format!(
         "general console reader{}: {} training line(s) with step key '{}' of {total_lines} line(s)",
         framework
             .map(|f| format!(" (framework: {})", f.name))
             .unwrap_or_default(),
-        found.len(),
+        rows.height() + rows.repeats,
         family.0
     )];
     if let Some(f) = framework.and_then(|f| f.notes.as_ref()) {
@@ -462,107 +700,39 @@ pub fn read(
     let mut warnings = Vec::new();
     // A last line cut mid-way: the file does not end in a newline and its last training line has
     // fewer values than the family usually has.
-    if !bytes.ends_with(b"\n") && !bytes.is_empty() {
+    if !bytes.ends_with(b"\n") && rows.height() > 0 {
         let last_line = total_lines.saturating_sub(1);
-        if let Some(last) = found.last() {
-            let mut counts: Vec<usize> = found.iter().map(|r| r.pairs.len()).collect();
-            counts.sort_unstable();
-            let usual = counts[counts.len() / 2];
-            if last.line == last_line && last.pairs.len() < usual {
-                warnings.push(format!(
-                    "the last line ({}) is cut mid-way ({} of {usual} values): left out",
-                    last.line + 1,
-                    last.pairs.len()
-                ));
-                found.pop();
-            }
+        let last = rows.height() - 1;
+        let mut sizes = rows.sizes.clone();
+        sizes.sort_unstable();
+        let usual = sizes[sizes.len() / 2];
+        if rows.lines[last] == last_line && rows.sizes[last] < usual {
+            warnings.push(format!(
+                "the last line ({}) is cut mid-way ({} of {usual} values): left out",
+                last_line + 1,
+                rows.sizes[last]
+            ));
+            let mut keep = vec![true; rows.height()];
+            keep[last] = false;
+            rows.retain(&keep);
         }
     }
     // Repeats of one step in a row (several ranks writing the same line without a tag) count once.
-    let before = found.len();
-    found.dedup_by(|b, a| a.pairs == b.pairs);
-    if found.len() < before {
+    if rows.repeats > 0 {
         notes.push(format!(
             "{} repeated line(s) of one step counted once",
-            before - found.len()
+            rows.repeats
         ));
     }
-
-    // Columns: one per key, its unit in its name (the unit its first value was written with).
-    let mut units: HashMap<&str, &str> = HashMap::new();
-    let mut numeric_keys: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for r in &found {
-        for p in &r.pairs {
-            if let Value::Number { unit, .. } = &p.value {
-                units.entry(p.key.as_ref()).or_insert(unit.as_ref());
-                numeric_keys.insert(p.key.as_ref());
-            }
-        }
-    }
-    let height = found.len();
-    let mut table = Table {
-        height,
-        ..Table::default()
-    };
-    let mut at: HashMap<String, usize> = HashMap::new();
-    // The column of each key, made the first time the key is seen.
-    let mut column_of: HashMap<&str, usize> = HashMap::new();
-    let with_wall_time = found.iter().any(|r| r.wall_time.is_some())
-        && !found
-            .iter()
-            .any(|r| r.pairs.iter().any(|p| normalise(&p.key) == "wall_time"));
-    if with_wall_time {
-        table.names.push("wall_time".into());
-        table.columns.push(Column::Numbers {
-            values: found.iter().map(|r| r.wall_time).collect(),
-            integer: false,
-        });
-        at.insert("wall_time".into(), 0);
-    }
-    // The last row each column was written in: a key twice on one line keeps the line's first.
-    let mut written_in: Vec<usize> = vec![usize::MAX; table.columns.len()];
-    let mut text_in_numbers = 0usize;
-    for (row, r) in found.iter().enumerate() {
-        for p in &r.pairs {
-            let key: &str = p.key.as_ref();
-            let column = match column_of.get(key) {
-                Some(c) => *c,
-                None => {
-                    let unit = units.get(key).copied().unwrap_or("");
-                    let name = column_name(key, if scale(unit).is_some() { "" } else { unit });
-                    let c = *at.entry(name.clone()).or_insert_with(|| {
-                        table.names.push(name);
-                        table.columns.push(if numeric_keys.contains(key) {
-                            Column::Numbers {
-                                values: vec![None; height],
-                                integer: normalise(key) == family.0,
-                            }
-                        } else {
-                            Column::Text(vec![None; height])
-                        });
-                        written_in.push(usize::MAX);
-                        table.columns.len() - 1
-                    });
-                    column_of.insert(key, c);
-                    c
-                }
-            };
-            if written_in[column] == row {
-                continue;
-            }
-            written_in[column] = row;
-            match (&mut table.columns[column], &p.value) {
-                (Column::Numbers { values, integer }, Value::Number { value, unit, .. }) => {
-                    let v = value * scale(unit).unwrap_or(1.0);
-                    *integer &= v.fract() == 0.0 && v.abs() < 9e15;
-                    values[row] = v.is_finite().then_some(v);
-                }
-                (Column::Numbers { .. }, Value::Text(_)) => text_in_numbers += 1,
-                (Column::Text(values), Value::Text(t)) => values[row] = Some(t.to_string()),
-                (Column::Text(_), Value::Number { .. }) => {}
-            }
-        }
-    }
+    let used: std::collections::HashSet<usize> = rows.lines.iter().copied().collect();
+    // The unit written against each column's values, for the columns that are times.
+    let units: Vec<(String, String)> = rows
+        .names
+        .iter()
+        .zip(&rows.columns)
+        .map(|(n, c)| (n.clone(), c.unit.clone()))
+        .collect();
+    let (mut table, text_in_numbers) = rows.table();
     if text_in_numbers > 0 {
         notes.push(format!(
             "{text_in_numbers} value(s) that are words in columns of numbers (such as 'n/a') read as empty"
@@ -571,7 +741,6 @@ pub fn read(
 
     // What the printed configuration says.
     let mut config = facts::ConfigFacts::of(framework);
-    let used: std::collections::HashSet<usize> = found.iter().map(|r| r.line).collect();
     config.read_text(&text, "line", &|i| used.contains(&i));
     for (name, body) in beside {
         config.read_text(body, &format!("{name} line"), &|_| false);
@@ -612,14 +781,14 @@ pub fn read(
     // The unit written against a column's values, else the one its name states; worked out once
     // here, not per row.
     let written: HashMap<String, TimeUnit> = units
-        .iter()
-        .filter_map(|(key, unit)| {
-            let unit = match *unit {
+        .into_iter()
+        .filter_map(|(column, unit)| {
+            let unit = match unit.as_str() {
                 "ms" => TimeUnit::Milliseconds,
                 "us" => TimeUnit::Microseconds,
                 _ => return None,
             };
-            Some((column_name(key, unit.as_str()), unit))
+            Some((column, unit))
         })
         .collect();
     let time_unit = |c: &str| {
