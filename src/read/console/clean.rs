@@ -17,36 +17,36 @@ pub struct Line<'a> {
     pub indented: bool,
 }
 
-/// The text without ANSI escape sequences (`ESC [ ... letter`, `ESC ] ... BEL`).
+/// The text without ANSI escape sequences (`ESC [ ... letter`, `ESC ] ... BEL`), the text between them
+/// copied a run at a time.
 pub fn strip_ansi(line: &str) -> Cow<'_, str> {
-    if !line.contains('\u{1b}') {
+    let Some(first) = memchr::memchr(0x1b, line.as_bytes()) else {
         return Cow::Borrowed(line);
-    }
+    };
+    let b = line.as_bytes();
     let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match chars.peek() {
-            Some('[') => {
-                chars.next();
-                for d in chars.by_ref() {
-                    if d.is_ascii_alphabetic() || d == '~' {
-                        break;
-                    }
+    out.push_str(&line[..first]);
+    let mut at = first;
+    while at < b.len() {
+        // `at` is on an ESC: skip the sequence it starts.
+        let mut next = at + 1;
+        match b.get(next) {
+            Some(b'[') => {
+                next += 1;
+                while next < b.len() && !(b[next].is_ascii_alphabetic() || b[next] == b'~') {
+                    next += 1;
                 }
+                next = (next + 1).min(b.len());
             }
-            Some(']') => {
-                for d in chars.by_ref() {
-                    if d == '\u{7}' {
-                        break;
-                    }
-                }
+            Some(b']') => {
+                next = memchr::memchr(0x07, &b[next..]).map_or(b.len(), |p| next + p + 1);
             }
             _ => {}
         }
+        // Sequences end on ASCII bytes, so `next` is on a character boundary.
+        let end = memchr::memchr(0x1b, &b[next..]).map_or(b.len(), |p| next + p);
+        out.push_str(&line[next..end]);
+        at = end;
     }
     Cow::Owned(out)
 }
@@ -101,8 +101,70 @@ fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
         end += if b.get(end + 3) == Some(&b':') { 6 } else { 5 };
         end = end.min(b.len());
     }
-    let value = crate::values::parse_timestamp(&text[..end])?;
+    let value =
+        plain_timestamp(&text[..end]).or_else(|| crate::values::parse_timestamp(&text[..end]))?;
     Some((end, value))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.,]ffffff` with no zone, in seconds since the epoch (as UTC), computed directly:
+/// every line of most logs starts with one, and chrono's format parser took a tenth of the reader's
+/// time on them. The same value as [`crate::values::parse_timestamp`] (a test holds them equal); `None`
+/// for anything else (a zone, an impossible date), which goes to chrono.
+fn plain_timestamp(text: &str) -> Option<f64> {
+    let b = text.as_bytes();
+    if b.len() < 19 || !(b[10] == b' ' || b[10] == b'T') {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
+    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if b[4] != b'-'
+        || b[7] != b'-'
+        || b[13] != b':'
+        || b[16] != b':'
+        || day < 1
+        || day > days_in_month
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut micros = 0i64;
+    if b.len() > 19 {
+        if !(b[19] == b'.' || b[19] == b',') || b.len() == 20 {
+            return None;
+        }
+        let digits = &b[20..];
+        if !digits.iter().all(u8::is_ascii_digit) || digits.len() > 9 {
+            return None;
+        }
+        for k in 0..6 {
+            micros = micros * 10 + digits.get(k).map_or(0, |d| i64::from(d - b'0'));
+        }
+    }
+    // Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    Some((seconds * 1_000_000 + micros) as f64 / 1e6)
 }
 
 /// The length of a glog line prefix (`I0706 16:49:36.945926 140110937163584 file.py:559] `): a level
@@ -269,6 +331,42 @@ mod tests {
         assert_eq!(one("14:02:11 iteration").text, "14:02:11 iteration");
         let l = one("I0706 16:50:30.761657 140110937163584 metric_logger.py:214] completed step: 20, seconds: 0.250");
         assert_eq!(l.text, "completed step: 20, seconds: 0.250");
+    }
+
+    #[test]
+    fn the_plain_timestamp_reader_gives_chronos_value() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..20_000 {
+            let fraction = match next(4) {
+                0 => String::new(),
+                1 => format!(",{:03}", next(1000)),
+                2 => format!(".{:06}", next(1_000_000)),
+                _ => format!(".{:09}", next(1_000_000_000)),
+            };
+            let text = format!(
+                "{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}{fraction}",
+                1900 + next(300),
+                1 + next(12),
+                1 + next(31),
+                if next(2) == 0 { ' ' } else { 'T' },
+                next(24),
+                next(60),
+                next(60)
+            );
+            let chrono = crate::values::parse_timestamp(&text);
+            match plain_timestamp(&text) {
+                Some(v) => assert_eq!(Some(v), chrono, "{text}"),
+                None => assert!(chrono.is_none() || !text.is_char_boundary(19), "{text}"),
+            }
+        }
+        assert_eq!(strip_ansi("a\u{1b}[31mb\u{1b}]0;t\u{7}c\u{1b}"), "abc");
+        assert_eq!(strip_ansi("é\u{1b}[1;2mè"), "éè");
     }
 
     #[test]

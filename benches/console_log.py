@@ -1,0 +1,76 @@
+"""A torchtitan-style console log of a given size, and the Python `re` loop a user would write to pull
+the same fields out of it (the anchor benches/console.sh times mfu against).
+
+    python3 benches/console_log.py gen OUT.log SIZE_MB
+    python3 benches/console_log.py re LOG
+"""
+import re
+import sys
+
+HEAD = (
+    "[rank0]:[titan] 2026-04-18 22:15:35,952 - root - INFO - CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory\n"
+    "[rank0]:[titan] 2026-04-18 22:15:35,963 - root - INFO - Building device mesh with parallelism: pp=1, "
+    "dp_replicate=1, dp_shard=8, cp=1, tp=1, ep=1, etp=1\n"
+    "[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, "
+    "global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 100000 (warmup 500)\n"
+    "[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Training starts at step 1\n"
+)
+
+LINE = (
+    "[rank0]:[titan] 2026-04-18 {h:02d}:{m:02d}:{s:02d},{ms:03d} - root - INFO - \x1b[31mstep: {step:>5}  "
+    "\x1b[32mloss: {loss:8.5f}  \x1b[38;2;180;60;0mgrad_norm: {gn:7.4f}  \x1b[38;2;54;234;195mmemory: "
+    "{mem:5.2f}GiB({pct:5.2f}%)  \x1b[34mtps: {tps:,}  \x1b[36mtflops: {tf:6.2f}  \x1b[35mmfu: {mfu:5.2f}%\x1b[39m\n"
+)
+
+
+def gen(path, size_mb):
+    target = size_mb * 1024 * 1024
+    written = 0
+    step = 0
+    with open(path, "w") as out:
+        out.write(HEAD)
+        while written < target:
+            step += 1
+            t = step % 86400
+            line = LINE.format(
+                h=t // 3600, m=t // 60 % 60, s=t % 60, ms=step % 1000, step=step,
+                loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
+                mem=35.12 + (step % 7) / 100, pct=44.36, tps=6900 + step % 50,
+                tf=325.67 + (step % 13) / 10, mfu=32.93 + (step % 11) / 100,
+            )
+            out.write(line)
+            written += len(line)
+
+
+def pull(path):
+    # What a user writes: strip colours, one pattern for the step line, the batch line for tokens.
+    colour = re.compile(r"\x1b\[[0-9;]*m")
+    step_line = re.compile(
+        r"step:\s*(\d+)\s+loss:\s*([-\d.]+)\s+grad_norm:\s*([-\d.]+)\s+memory:\s*([\d.]+)GiB\(([\d.]+)%\)"
+        r"\s+tps:\s*([\d,]+)\s+tflops:\s*([\d.]+)\s+mfu:\s*([\d.]+)%"
+    )
+    batch = re.compile(r"local batch size (\d+), global batch size (\d+).*sequence length (\d+)")
+    steps, losses, step_times, tokens = [], [], [], []
+    local = seq = global_batch = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = colour.sub("", line)
+            m = step_line.search(line)
+            if m:
+                tps = float(m.group(6).replace(",", ""))
+                steps.append(int(m.group(1)))
+                losses.append(float(m.group(2)))
+                step_times.append(local * seq / tps)
+                tokens.append(global_batch * seq)
+                continue
+            b = batch.search(line)
+            if b:
+                local, global_batch, seq = int(b.group(1)), int(b.group(2)), int(b.group(3))
+    print(f"{len(steps)} steps, last step time {step_times[-1]:.6f} s, tokens {tokens[-1]}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "gen":
+        gen(sys.argv[2], int(sys.argv[3]))
+    else:
+        pull(sys.argv[2])
