@@ -233,36 +233,17 @@ fn scan<'t>(
     }
 }
 
-/// FNV-1a, for the reader's small maps of a log's own field names, looked up several times a line
-/// (SipHash took a twentieth of the reader's time on a torchtitan log), and for a line's digest.
-#[derive(Clone, Copy)]
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+/// The fast hash map the peak matcher uses too (SipHash took a twentieth of this reader's time on a
+/// torchtitan log: its maps of a log's own field names are looked up several times a line).
+type FastMap<K, V> = polars::prelude::PlHashMap<K, V>;
 
 /// A digest of a line's named values (keys, numbers bit for bit, units and words), to tell a line
 /// repeated verbatim from the next step's.
 fn digest(pairs: &[Pair<'_>]) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut h = Fnv::default();
+    // One hasher state for the whole read: a digest is only ever compared within it.
+    static STATE: std::sync::OnceLock<polars::prelude::PlRandomState> = std::sync::OnceLock::new();
+    let mut h = std::hash::BuildHasher::build_hasher(STATE.get_or_init(Default::default));
     for p in pairs {
         p.key.hash(&mut h);
         match &p.value {
