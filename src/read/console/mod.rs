@@ -829,32 +829,31 @@ pub fn read(
         (Some(m), Some(s)) => Some(m * config.number(Fact::GradAccum).unwrap_or(1.0) * s),
         _ => None,
     };
-    let rate = |role: Role| first(role);
     let mut derived_time = None;
     if step_time.is_none() {
         let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
         let derivation: Option<Derivation<'_>> = if let (Some(r), Some(t)) =
-            (rate(Role::TokensPerSecond), global_tokens)
+            (first(Role::TokensPerSecond), global_tokens)
         {
             Some((format!("tokens a step ({t}) / '{r}'"), {
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| t / v))
             }))
-        } else if let (Some(r), Some(local)) = (rate(Role::TokensPerSecondPerDevice), local_tokens)
+        } else if let (Some(r), Some(local)) = (first(Role::TokensPerSecondPerDevice), local_tokens)
         {
             Some((
                     format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
                     { let r = index(&table, &r); Box::new(move |tb, row| positive(tb, r, row).map(|v| local / v)) },
                 ))
         } else if let (Some(r), Some(t), Some(w)) =
-            (rate(Role::TokensPerSecondPerDevice), global_tokens, world)
+            (first(Role::TokensPerSecondPerDevice), global_tokens, world)
         {
             Some((format!("tokens a step ({t}) / ('{r}' x {w} devices)"), {
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| t / (v * w)))
             }))
         } else if let (Some(r), Some(samples)) = (
-            rate(Role::SamplesPerSecond),
+            first(Role::SamplesPerSecond),
             // The samples a rate of samples counts: the configured batch, else the tokens over the
             // sequence length (a DPO pair is one sample of two sequences, so the batch comes first).
             config
@@ -865,7 +864,7 @@ pub fn read(
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| samples / v))
             }))
-        } else if let Some(r) = rate(Role::StepsPerSecond) {
+        } else if let Some(r) = first(Role::StepsPerSecond) {
             Some((format!("1 / '{r}'"), {
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| 1.0 / v))
@@ -913,14 +912,14 @@ pub fn read(
                 let b = index(&table, &b);
                 Box::new(move |tb, row| tb.number(b, row).map(|v| v * s))
             }))
-        } else if let (Some(r), Some(tc)) = (rate(Role::TokensPerSecond), time_column.clone()) {
+        } else if let (Some(r), Some(tc)) = (first(Role::TokensPerSecond), time_column.clone()) {
             let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
                 format!("'{r}' x '{tc}'", r = table.names[r]),
                 Box::new(move |tb, row| Some(tb.number(r, row)? * seconds(tb, time, row)?)),
             ))
         } else if let (Some(r), Some(tc), Some(w)) = (
-            rate(Role::TokensPerSecondPerDevice),
+            first(Role::TokensPerSecondPerDevice),
             time_column.clone(),
             world,
         ) {
@@ -930,7 +929,7 @@ pub fn read(
                 Box::new(move |tb, row| Some(tb.number(r, row)? * w * seconds(tb, time, row)?)),
             ))
         } else if let (Some(r), Some(tc), Some(s)) =
-            (rate(Role::SamplesPerSecond), time_column.clone(), seq)
+            (first(Role::SamplesPerSecond), time_column.clone(), seq)
         {
             let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
