@@ -68,7 +68,9 @@ fn find_timestamp(text: &str, from: usize) -> Option<usize> {
                 && (c[10] == b' ' || c[10] == b'T')
                 && c[11..13].iter().all(u8::is_ascii_digit)
                 && c[13] == b':'
+                && c[14..16].iter().all(u8::is_ascii_digit)
                 && c[16] == b':'
+                && c[17..19].iter().all(u8::is_ascii_digit)
                 && (s == 0 || !b[s - 1].is_ascii_digit())
             {
                 return Some(s);
@@ -100,6 +102,11 @@ fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
     {
         end += if b.get(end + 3) == Some(&b':') { 6 } else { 5 };
         end = end.min(b.len());
+    }
+    // A fraction or zone of other characters ends it on a character boundary (the pattern's own
+    // bytes are ASCII); anything else is not a timestamp.
+    if !text.is_char_boundary(end) {
+        return None;
     }
     let value =
         plain_timestamp(&text[..end]).or_else(|| crate::values::parse_timestamp(&text[..end]))?;
@@ -365,6 +372,16 @@ mod tests {
                 None => assert!(chrono.is_none() || !text.is_char_boundary(19), "{text}"),
             }
         }
+        // Found by the console_lines fuzz target: a timestamp's last digits cut by a multi-byte
+        // character.
+        for text in [
+            "2024-01-02 03:04:0\u{fffd} x",
+            "2024-01-02 03:04:\u{fffd}",
+            "[2024-01-02 03:04:05\u{fffd}]",
+        ] {
+            let _ = clean(text);
+        }
+        assert_eq!(clean("2024-01-02 03:04:0\u{fffd}=1")[0].wall_time, None);
         assert_eq!(strip_ansi("a\u{1b}[31mb\u{1b}]0;t\u{7}c\u{1b}"), "abc");
         assert_eq!(strip_ansi("é\u{1b}[1;2mè"), "éè");
     }
