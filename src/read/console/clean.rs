@@ -189,7 +189,7 @@ fn glog_prefix(text: &str) -> Option<usize> {
     if !head_ok {
         return None;
     }
-    let close = text[..text.len().min(256)].find("] ")?;
+    let close = memchr::memmem::find(&b[..b.len().min(256)], b"] ")?;
     Some(close + 2)
 }
 
@@ -382,6 +382,8 @@ mod tests {
             let _ = clean(text);
         }
         assert_eq!(clean("2024-01-02 03:04:0\u{fffd}=1")[0].wall_time, None);
+        // And a glog prefix whose 256-byte window ends inside a character.
+        let _ = clean(&format!("I0706 16:49:36.945926 1 {}", "é".repeat(200)));
         assert_eq!(strip_ansi("a\u{1b}[31mb\u{1b}]0;t\u{7}c\u{1b}"), "abc");
         assert_eq!(strip_ansi("é\u{1b}[1;2mè"), "éè");
     }
