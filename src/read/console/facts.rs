@@ -213,21 +213,22 @@ impl ConfigFacts {
         );
     }
 
+    /// Two facts multiplied, and where they were read (`'a' at line 3 x 'b' at line 9`).
+    fn product(&self, a: Fact, b: Fact) -> Option<(f64, String)> {
+        Some((
+            self.number(a)? * self.number(b)?,
+            format!("{} x {}", self.origin(a), self.origin(b)),
+        ))
+    }
+
     /// The device count: stated, else devices per node x nodes, else the product of the parallel
     /// degrees (data x tensor x pipeline x context).
     pub fn world_size(&self) -> Option<(f64, String)> {
         if let Some(w) = self.number(Fact::WorldSize) {
             return Some((w, self.origin(Fact::WorldSize)));
         }
-        if let (Some(d), Some(n)) = (self.number(Fact::DevicesPerNode), self.number(Fact::Nodes)) {
-            return Some((
-                d * n,
-                format!(
-                    "{} x {}",
-                    self.origin(Fact::DevicesPerNode),
-                    self.origin(Fact::Nodes)
-                ),
-            ));
+        if let Some(product) = self.product(Fact::DevicesPerNode, Fact::Nodes) {
+            return Some(product);
         }
         let dp = self.number(Fact::DataParallel)?;
         let mut w = dp;
@@ -270,15 +271,8 @@ impl ConfigFacts {
             return Some((t, self.origin(Fact::TokensPerStep)));
         }
         let seq = self.number(Fact::SeqLen)?;
-        if let Some(batch) = self.number(Fact::GlobalBatch) {
-            return Some((
-                batch * seq,
-                format!(
-                    "{} x {}",
-                    self.origin(Fact::GlobalBatch),
-                    self.origin(Fact::SeqLen)
-                ),
-            ));
+        if let Some(product) = self.product(Fact::GlobalBatch, Fact::SeqLen) {
+            return Some(product);
         }
         let micro = self.number(Fact::MicroBatch)?;
         let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
