@@ -147,3 +147,72 @@ fn a_logged_mfu_above_one_is_flagged_not_passed_on_quietly() {
     let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(rows[0]["mfu (%)"], "15277.0");
 }
+
+#[test]
+fn a_log_larger_than_its_detected_head_streams_to_what_it_reads_whole() {
+    // Past 16 MiB a console log on disk is read as it streams; compressed, it is read whole once
+    // decompressed. The two give one output, byte for byte.
+    let wd = Workdir::new("console_streamed");
+    let mut log = String::from(
+        "[titan] 2025-05-01 10:00:00,000 - root - INFO - Training starts at step 1, with local batch size 2, global batch size 16, sequence length 1024\n",
+    );
+    let mut step = 0u32;
+    while log.len() < 17 << 20 {
+        step += 1;
+        log.push_str(&format!(
+            "[rank0]:[titan] 2025-05-01 10:{:02}:{:02},{:03} - root - INFO - \u{1b}[31mstep: {step:>5}  \u{1b}[32mloss: {:7.4}  memory: {:5.2}GiB({:5.2}%)  tps: {}  mfu: {:5.2}%\u{1b}[39m\n",
+            step / 60 % 60,
+            step % 60,
+            step % 1000,
+            2.0 + f64::from(step % 997) / 1000.0,
+            35.0 + f64::from(step % 7) / 100.0,
+            44.0 + f64::from(step % 3) / 10.0,
+            6900 + step % 50 * 1000,
+            30.0 + f64::from(step % 11) / 100.0,
+        ));
+    }
+    let path = wd.create("big.log", &log);
+    let flags = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--dtype",
+        "bf16",
+        "--num-devices",
+        "8",
+        "--flops-per-token",
+        "1e9",
+    ];
+    let streamed = wd
+        .mfu()
+        .arg("enrich")
+        .arg(&path)
+        .args(["-o", "-"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        streamed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&streamed.stderr)
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, log.as_bytes()).unwrap();
+    let gz_path = wd.create("big.log.gz", gz.finish().unwrap());
+    let whole = wd
+        .mfu()
+        .arg("enrich")
+        .arg(&gz_path)
+        .args(["-o", "-"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    assert_eq!(streamed.stdout, whole.stdout);
+    let rows = csv_rows(&String::from_utf8(streamed.stdout).unwrap());
+    assert_eq!(rows.len(), step as usize);
+    assert_eq!(rows[rows.len() - 1]["step"], step.to_string());
+}

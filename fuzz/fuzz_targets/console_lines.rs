@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = console::detect(&text);
-    if let Ok(read) = console::read(data, None, &[], console::Given { num_devices: Some(8.0), ..Default::default() }) {
+    if let Ok(read) = console::read(&mut &data[..], None, &[], console::Given { num_devices: Some(8.0), ..Default::default() }) {
         for row in 0..read.table.height {
             if let Some(t) = read.table.get("step_time_s", row) {
                 assert!(t.is_finite() && t > 0.0, "step_time_s {t}");

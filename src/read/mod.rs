@@ -384,6 +384,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         return outcome;
     }
     skip_unknown_text(input, options)?;
+    if let Some(outcome) = stream_console(input, options)? {
+        return Ok(outcome);
+    }
     let budget = options.budget.as_ref();
     let (bytes, mut held) = load_bytes(input, budget)?;
     let mut total_bytes = bytes.len() as u64;
@@ -435,6 +438,68 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         recorded: None,
         hints: shaped.hints,
     })
+}
+
+/// A console log on disk larger than the part of a file its shape is told from, read by the general
+/// reader as it streams from the file (memory bounded by the rows it gives, not the log's size); `None`
+/// for any other input, which is read whole.
+fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOutcome>, ReadError> {
+    let Some(path) = input.path.as_deref() else {
+        return Ok(None);
+    };
+    let detect = shapes::DETECT_BYTES as u64;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() > detect => {}
+        _ => return Ok(None), // small, or an error load_bytes reports
+    }
+    let io_error = io_error_of(input);
+    let mut file = File::open(path).map_err(io_error)?;
+    let mut head = Vec::with_capacity(shapes::DETECT_BYTES);
+    (&mut file)
+        .take(detect)
+        .read_to_end(&mut head)
+        .map_err(io_error)?;
+    if Compression::sniff(&head).is_some() || head.starts_with(PARQUET_MAGIC) {
+        return Ok(None);
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shape = shape_of(input, options, &head, &file_name)?;
+    if !matches!(shape, Shape::Console | Shape::Torchtitan) {
+        return Ok(None);
+    }
+    let len = file.metadata().map_err(io_error)?.len();
+    let mut held = Held::none();
+    reserve_for(
+        input,
+        options.budget.as_ref(),
+        &mut held,
+        len.saturating_mul(memory::TABLE_FACTOR),
+        len.saturating_mul(memory::TABLE_FACTOR),
+        || format!("{} of input", memory::format_size(len)),
+    )?;
+    let mut source = std::io::Cursor::new(head).chain(file);
+    let shaped = read_console(input, shape, &mut source, options.given)
+        .map_err(shape_error_of(input, shape))?;
+    let mut facts = shaped.facts;
+    let mut notes = shaped.notes;
+    let model = facts_beside(input, shape, &mut facts, &mut notes).or(shaped.model);
+    Ok(Some(ReadOutcome {
+        frame: shaped.frame,
+        shape,
+        notes,
+        warnings: shaped.warnings,
+        torn: None,
+        rejects: Vec::new(),
+        bytes: len,
+        held,
+        facts,
+        model,
+        recorded: None,
+        hints: shaped.hints,
+    }))
 }
 
 /// A run folder's reading by its own reader (TensorBoard, MLflow, W&B, DVCLive), when the input is one.
@@ -541,15 +606,10 @@ fn read_table_input(
 /// What a console log says about its run outside its step lines: the job's nvidia-smi table, nanoGPT's
 /// tokens per iteration.
 fn console_facts(shape: Shape, bytes: &[u8]) -> Vec<crate::columns::RunFact> {
+    // The general reader (Shape::Console, Shape::Torchtitan) reads nvidia-smi tables itself.
     if !matches!(
         shape,
-        Shape::Text
-            | Shape::ModdedNanogpt
-            | Shape::Nanogpt
-            | Shape::MegatronLog
-            | Shape::Torchtitan
-            | Shape::Olmo
-            | Shape::Console
+        Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt | Shape::MegatronLog | Shape::Olmo
     ) {
         return Vec::new();
     }
@@ -583,7 +643,9 @@ fn read_shape(
         Shape::Megatron => shapes::megatron::read(&bytes),
         Shape::MegatronLog => shapes::megatron_log::read(&bytes),
         Shape::MsSwift => shapes::ms_swift::read(&bytes),
-        Shape::Torchtitan | Shape::Console => read_console(input, shape, &bytes, options.given),
+        Shape::Torchtitan | Shape::Console => {
+            read_console(input, shape, &mut &bytes[..], options.given)
+        }
         Shape::Olmo => shapes::olmo::read(&bytes),
         Shape::Text | Shape::ModdedNanogpt | Shape::Nanogpt => {
             let preset = match shape {
@@ -632,7 +694,7 @@ const CONFIG_BESIDE: [&str; 9] = [
 fn read_console(
     input: &Input,
     shape: Shape,
-    bytes: &[u8],
+    source: &mut dyn Read,
     given: console::Given,
 ) -> Result<shapes::ShapedFrame, String> {
     let mut beside = Vec::new();
@@ -646,7 +708,7 @@ fn read_console(
         }
     }
     let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
-    let read = console::read(bytes, framework, &beside, given)?;
+    let read = console::read(source, framework, &beside, given)?;
     let mut notes = read.notes;
     if !beside.is_empty() {
         let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();

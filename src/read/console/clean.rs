@@ -20,11 +20,22 @@ pub struct Line<'a> {
 /// The text without ANSI escape sequences (`ESC [ ... letter`, `ESC ] ... BEL`), the text between them
 /// copied a run at a time.
 pub fn strip_ansi(line: &str) -> Cow<'_, str> {
-    let Some(first) = memchr::memchr(0x1b, line.as_bytes()) else {
+    if memchr::memchr(0x1b, line.as_bytes()).is_none() {
         return Cow::Borrowed(line);
-    };
-    let b = line.as_bytes();
+    }
     let mut out = String::with_capacity(line.len());
+    strip_ansi_into(line, &mut out);
+    Cow::Owned(out)
+}
+
+/// [`strip_ansi`] into `out` (cleared first), for a caller that reuses one buffer line after line.
+fn strip_ansi_into(line: &str, out: &mut String) {
+    out.clear();
+    let b = line.as_bytes();
+    let Some(first) = memchr::memchr(0x1b, b) else {
+        out.push_str(line);
+        return;
+    };
     out.push_str(&line[..first]);
     let mut at = first;
     while at < b.len() {
@@ -48,7 +59,6 @@ pub fn strip_ansi(line: &str) -> Cow<'_, str> {
         out.push_str(&line[next..end]);
         at = end;
     }
-    Cow::Owned(out)
 }
 
 /// Where a timestamp (`2024-04-17 09:42:26`, `2024-04-17T09:42:26.123Z`) starts in `text`, from `from`.
@@ -255,47 +265,102 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
 
 /// The cleaned lines of one raw line of a log.
 pub fn clean(raw: &str) -> Vec<Line<'_>> {
-    match strip_ansi(raw) {
-        // Nothing to take out of the middle: the lines borrow from the log's text.
-        Cow::Borrowed(plain) => cut(plain, Cow::Borrowed),
-        Cow::Owned(plain) => cut(&plain, |text| Cow::Owned(text.to_string())),
-    }
+    let mut cleaner = Cleaner::default();
+    cleaner.clean(raw);
+    cleaner
+        .places
+        .iter()
+        .map(|place| Line {
+            text: if cleaner.coloured {
+                Cow::Owned(cleaner.text(raw, place).to_string())
+            } else {
+                Cow::Borrowed(&raw[place.start..place.end])
+            },
+            wall_time: place.wall_time,
+            rank: place.rank,
+            indented: place.indented,
+        })
+        .collect()
 }
 
-/// The lines of `plain`, their text made by `text` (borrowed or owned).
-fn cut<'s, 'a>(plain: &'s str, text: impl Fn(&'s str) -> Cow<'a, str>) -> Vec<Line<'a>> {
-    let mut out = Vec::new();
-    for piece in plain.split('\r').filter(|p| !p.trim().is_empty()) {
-        // Several writers' lines glued together: a second timestamp starts a new line.
-        let mut starts = vec![0];
-        let mut from = 1;
-        while let Some(at) = find_timestamp(piece, from) {
-            let before = piece[..at].trim_end_matches(['[', ' ']);
-            if !before.trim().is_empty() && at > starts[starts.len() - 1] + 40 {
-                starts.push(at - (piece[..at].len() - piece[..at].trim_end_matches('[').len()));
-            }
-            from = at + 19;
+/// Where a cleaned line's text is (in the raw line, or in the cleaner's copy of it without colour
+/// codes), and what cleaning found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Place {
+    start: usize,
+    end: usize,
+    pub wall_time: Option<f64>,
+    pub rank: Option<u32>,
+    pub indented: bool,
+}
+
+/// [`clean`] with its buffers kept from line to line (the reader's pass allocates nothing per line).
+#[derive(Debug, Default)]
+pub struct Cleaner {
+    plain: String,
+    coloured: bool,
+    starts: Vec<usize>,
+    pub places: Vec<Place>,
+}
+
+impl Cleaner {
+    /// Cleans `raw` into [`Cleaner::places`].
+    pub fn clean(&mut self, raw: &str) {
+        self.places.clear();
+        self.coloured = memchr::memchr(0x1b, raw.as_bytes()).is_some();
+        if self.coloured {
+            strip_ansi_into(raw, &mut self.plain);
         }
-        starts.push(piece.len());
-        for window in starts.windows(2) {
-            let part = &piece[window[0]..window[1]];
-            let mut line = Line {
-                text: Cow::Borrowed(""),
-                wall_time: None,
-                rank: None,
-                indented: false,
-            };
-            let rest = strip_prefixes(part, &mut line);
-            line.indented = rest.starts_with([' ', '\t']) && line.wall_time.is_none();
-            let rest = rest.trim();
-            if rest.is_empty() {
-                continue;
+        let plain: &str = if self.coloured { &self.plain } else { raw };
+        let base = plain.as_ptr() as usize;
+        for piece in plain.split('\r').filter(|p| !p.trim().is_empty()) {
+            // Several writers' lines glued together: a second timestamp starts a new line.
+            self.starts.clear();
+            self.starts.push(0);
+            let mut from = 1;
+            while let Some(at) = find_timestamp(piece, from) {
+                let before = piece[..at].trim_end_matches(['[', ' ']);
+                if !before.trim().is_empty() && at > self.starts[self.starts.len() - 1] + 40 {
+                    self.starts
+                        .push(at - (piece[..at].len() - piece[..at].trim_end_matches('[').len()));
+                }
+                from = at + 19;
             }
-            line.text = text(rest);
-            out.push(line);
+            self.starts.push(piece.len());
+            for window in self.starts.windows(2) {
+                let part = &piece[window[0]..window[1]];
+                let mut line = Line {
+                    text: Cow::Borrowed(""),
+                    wall_time: None,
+                    rank: None,
+                    indented: false,
+                };
+                let rest = strip_prefixes(part, &mut line);
+                let indented = rest.starts_with([' ', '\t']) && line.wall_time.is_none();
+                let rest = rest.trim();
+                if rest.is_empty() {
+                    continue;
+                }
+                let start = rest.as_ptr() as usize - base;
+                self.places.push(Place {
+                    start,
+                    end: start + rest.len(),
+                    wall_time: line.wall_time,
+                    rank: line.rank,
+                    indented,
+                });
+            }
         }
     }
-    out
+
+    /// The text of a cleaned line of `raw` (the line last cleaned).
+    pub fn text<'a>(&'a self, raw: &'a str, place: &Place) -> &'a str {
+        if self.coloured {
+            &self.plain[place.start..place.end]
+        } else {
+            &raw[place.start..place.end]
+        }
+    }
 }
 
 #[cfg(test)]

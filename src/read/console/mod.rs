@@ -19,6 +19,7 @@
 pub mod clean;
 pub mod facts;
 pub mod pairs;
+pub mod template;
 pub mod vocabulary;
 
 use std::collections::HashMap;
@@ -52,6 +53,8 @@ struct Record<'t> {
     numbers: usize,
     /// Whether it carries a time or a rate.
     timed: bool,
+    /// The digest of its lines' text.
+    digest: u64,
 }
 
 /// What the vocabulary says of each key, worked out once per distinct key rather than once per line.
@@ -205,6 +208,7 @@ fn scan<'t>(
                     family: (key, eval),
                     numbers,
                     timed,
+                    digest: digest(0, &line.text),
                 };
                 if open.replace(record).is_some_and(|r| !found(r)) {
                     return;
@@ -218,6 +222,7 @@ fn scan<'t>(
                         pairs[0].value.number().is_some() && known.normal != record.family.0,
                     );
                     record.timed |= known.timed;
+                    record.digest = digest(record.digest, &line.text);
                     record.pairs.extend(pairs);
                 }
                 _ => {
@@ -237,24 +242,16 @@ fn scan<'t>(
 /// torchtitan log: its maps of a log's own field names are looked up several times a line).
 type FastMap<K, V> = polars::prelude::PlHashMap<K, V>;
 
-/// A digest of a line's named values (keys, numbers bit for bit, units and words), to tell a line
-/// repeated verbatim from the next step's.
-fn digest(pairs: &[Pair<'_>]) -> u64 {
+/// A digest of a training line's cleaned text (without its timestamp and tags) after `previous` (the
+/// record's lines before it), to tell a line repeated verbatim (several ranks writing one line with no
+/// tag) from the next step's.
+fn digest(previous: u64, text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     // One hasher state for the whole read: a digest is only ever compared within it.
     static STATE: std::sync::OnceLock<polars::prelude::PlRandomState> = std::sync::OnceLock::new();
     let mut h = std::hash::BuildHasher::build_hasher(STATE.get_or_init(Default::default));
-    for p in pairs {
-        p.key.hash(&mut h);
-        match &p.value {
-            Value::Number { value, unit, total } => {
-                value.to_bits().hash(&mut h);
-                unit.hash(&mut h);
-                total.map(f64::to_bits).hash(&mut h);
-            }
-            Value::Text(t) => t.hash(&mut h),
-        }
-    }
+    previous.hash(&mut h);
+    text.hash(&mut h);
     h.finish()
 }
 
@@ -318,69 +315,127 @@ impl FamilyRows {
         self.lines.len()
     }
 
-    /// Adds a record's row: a column per key (its name with the unit of the key's first number).
-    fn push(&mut self, record: Record<'_>) {
-        let counts = self.rows_by_rank.entry(record.rank).or_default();
+    /// Starts a row (with `size` values, `numbers` of them numbers besides the step), unless it repeats
+    /// the rank's previous row (its `digest`): the row's index then.
+    fn begin_row(
+        &mut self,
+        line: usize,
+        rank: Option<u32>,
+        wall_time: Option<f64>,
+        (size, numbers, timed): (usize, usize, bool),
+        digest: u64,
+    ) -> Option<usize> {
+        let counts = self.rows_by_rank.entry(rank).or_default();
         counts.0 += 1;
-        counts.1 += usize::from(record.numbers >= 1);
-        if record.numbers >= 1 {
-            self.timed |= record.timed;
+        counts.1 += usize::from(numbers >= 1);
+        if numbers >= 1 {
+            self.timed |= timed;
         }
-        let digest = digest(&record.pairs);
-        if self.previous.insert(record.rank, digest) == Some(digest) {
+        if self.previous.insert(rank, digest) == Some(digest) {
             self.repeats += 1;
-            return;
+            return None;
         }
         let row = self.height();
-        self.lines.push(record.line);
-        self.ranks.push(record.rank);
-        self.sizes.push(record.pairs.len());
-        self.wall_times.push(record.wall_time);
+        self.lines.push(line);
+        self.ranks.push(rank);
+        self.sizes.push(size);
+        self.wall_times.push(wall_time);
         for column in &mut self.columns {
             column.numbers.push(None);
         }
+        Some(row)
+    }
+
+    /// The column of a key (its name with the unit of the key's first number), made at `row` if new.
+    fn column(&mut self, key: &str, unit: &str, row: usize) -> usize {
+        if let Some(c) = self.column_of.get(key) {
+            return *c;
+        }
+        let name = column_name(key, if scale(unit).is_some() { "" } else { unit });
+        let c = match self.at.get(&name) {
+            Some(c) => *c,
+            None => {
+                self.names.push(name.clone());
+                self.columns.push(Building {
+                    numbers: vec![None; row + 1],
+                    whole: true,
+                    ..Building::default()
+                });
+                self.at.insert(name, self.columns.len() - 1);
+                self.columns.len() - 1
+            }
+        };
+        self.column_of.insert(key.to_string(), c);
+        c
+    }
+
+    /// Writes a value at `row` of `column`, unless the row has one there (a key twice on one line: the
+    /// first is the line's).
+    fn set(
+        &mut self,
+        row: usize,
+        column: usize,
+        value: &Value<'_>,
+        new: Option<(f64, Option<f64>)>,
+    ) {
+        let building = &mut self.columns[column];
+        if building.written == Some(row) {
+            return;
+        }
+        building.written = Some(row);
+        match value {
+            Value::Number { value, unit, .. } => {
+                let value = new.map_or(*value, |(v, _)| v);
+                let v = value * scale(unit).unwrap_or(1.0);
+                if !building.any_number {
+                    building.unit = unit.to_string();
+                }
+                building.any_number = true;
+                building.whole &= v.fract() == 0.0 && v.abs() < 9e15;
+                building.numbers[row] = v.is_finite().then_some(v);
+            }
+            Value::Text(t) => building.words.push((row, t.to_string())),
+        }
+    }
+
+    /// Adds a record's row: a column per key.
+    fn push(&mut self, record: Record<'_>) {
+        let shape = (record.pairs.len(), record.numbers, record.timed);
+        let Some(row) = self.begin_row(
+            record.line,
+            record.rank,
+            record.wall_time,
+            shape,
+            record.digest,
+        ) else {
+            return;
+        };
         for p in &record.pairs {
-            let key: &str = p.key.as_ref();
-            let column = match self.column_of.get(key) {
-                Some(c) => *c,
-                None => {
-                    let unit = p.value.unit();
-                    let name = column_name(key, if scale(unit).is_some() { "" } else { unit });
-                    let c = match self.at.get(&name) {
-                        Some(c) => *c,
-                        None => {
-                            self.names.push(name.clone());
-                            self.columns.push(Building {
-                                numbers: vec![None; row + 1],
-                                whole: true,
-                                ..Building::default()
-                            });
-                            self.at.insert(name, self.columns.len() - 1);
-                            self.columns.len() - 1
-                        }
-                    };
-                    self.column_of.insert(key.to_string(), c);
-                    c
-                }
-            };
-            let building = &mut self.columns[column];
-            // A key twice on one line: the first is the line's.
-            if building.written == Some(row) {
-                continue;
-            }
-            building.written = Some(row);
-            match &p.value {
-                Value::Number { value, unit, .. } => {
-                    let v = value * scale(unit).unwrap_or(1.0);
-                    if !building.any_number {
-                        building.unit = unit.to_string();
-                    }
-                    building.any_number = true;
-                    building.whole &= v.fract() == 0.0 && v.abs() < 9e15;
-                    building.numbers[row] = v.is_finite().then_some(v);
-                }
-                Value::Text(t) => building.words.push((row, t.to_string())),
-            }
+            let column = self.column(&p.key, p.value.unit(), row);
+            self.set(row, column, &p.value, None);
+        }
+    }
+
+    /// Adds the row of a line read through a template (`columns`: each pair's column here).
+    fn push_read(&mut self, read: &FastRecord, template: &TemplateOf) {
+        let values = &read.values;
+        let shape = (
+            template.template.pairs.len(),
+            template.numbers,
+            template.timed,
+        );
+        let Some(row) = self.begin_row(read.line, read.rank, read.wall_time, shape, read.digest)
+        else {
+            return;
+        };
+        for ((p, column), value) in template
+            .template
+            .pairs
+            .iter()
+            .zip(&template.columns)
+            .zip(values)
+        {
+            self.set(row, *column, &p.value, *value);
         }
     }
 
@@ -451,6 +506,351 @@ impl FamilyRows {
             table.columns.push(column);
         }
         (table, words_among_numbers)
+    }
+}
+
+/// A template and what it means in the family its lines belong to.
+struct TemplateOf {
+    template: template::Template,
+    /// Its skeleton.
+    shape: Vec<u8>,
+    family: usize,
+    /// Each pair's column in the family.
+    columns: Vec<usize>,
+    numbers: usize,
+    timed: bool,
+}
+
+/// A training line read through a template, its row not yet written (continuation lines may follow).
+struct FastRecord {
+    template: usize,
+    line: usize,
+    digest: u64,
+    wall_time: Option<f64>,
+    rank: Option<u32>,
+    values: Vec<template::Read>,
+}
+
+/// The record being read: later indented one-value lines may still be its.
+enum Open {
+    General(Record<'static>),
+    Fast(FastRecord),
+}
+
+/// The lines kept for the facts reader: every line that is not a training line, and the first
+/// [`FACT_LINES_PER_FAMILY`] of each family (those of the family that gives the rows are left out at the
+/// end), up to [`FACT_BYTES`] in all.
+#[derive(Default)]
+struct FactLines {
+    lines: Vec<(usize, Option<usize>, Box<str>)>,
+    bytes: usize,
+    /// Lines not kept once the bytes were spent.
+    dropped: usize,
+}
+
+const FACT_LINES_PER_FAMILY: usize = 256;
+const FACT_BYTES: usize = 64 << 20;
+
+/// One pass over a log's lines: each training line to its family's rows (through its skeleton's
+/// template where it has one), the others kept for the facts reader.
+struct Scanner<'v> {
+    framework: Option<&'v Framework>,
+    keys: Keys,
+    families: Vec<FamilyRows>,
+    /// Each family's lines seen so far (rows, repeats and other ranks' lines alike).
+    family_lines: Vec<usize>,
+    by_rank: HashMap<u32, usize>,
+    templates: Vec<TemplateOf>,
+    template_of: FastMap<Vec<u8>, Option<usize>>,
+    shape: Vec<u8>,
+    runs: Vec<(usize, usize)>,
+    /// The template used last.
+    last: Option<usize>,
+    /// Value buffers of rows written, for the next lines read through templates.
+    spare: Vec<Vec<template::Read>>,
+    open: Option<Open>,
+    cleaner: clean::Cleaner,
+    lines: usize,
+    facts: FactLines,
+    /// Lines longer than [`LONGEST_LINE`], not read.
+    too_long: usize,
+}
+
+/// Lines longer than this are no training lines; they are counted and not read.
+const LONGEST_LINE: usize = 1 << 20;
+
+impl<'v> Scanner<'v> {
+    fn new(framework: Option<&'v Framework>) -> Self {
+        Scanner {
+            framework,
+            keys: Keys::default(),
+            families: Vec::new(),
+            family_lines: Vec::new(),
+            by_rank: HashMap::new(),
+            templates: Vec::new(),
+            template_of: FastMap::default(),
+            shape: Vec::new(),
+            runs: Vec::new(),
+            last: None,
+            spare: Vec::new(),
+            open: None,
+            cleaner: clean::Cleaner::default(),
+            lines: 0,
+            facts: FactLines::default(),
+            too_long: 0,
+        }
+    }
+
+    /// The index of a family, made if new.
+    fn family(&mut self, family: &(String, bool)) -> usize {
+        match self.families.iter().position(|f| f.family == *family) {
+            Some(i) => i,
+            None => {
+                self.families.push(FamilyRows::new(family.clone()));
+                self.family_lines.push(0);
+                self.families.len() - 1
+            }
+        }
+    }
+
+    /// Writes the open record's row.
+    fn close(&mut self) {
+        match self.open.take() {
+            Some(Open::General(record)) => {
+                let family = self.family(&record.family);
+                self.families[family].push(record);
+            }
+            Some(Open::Fast(read)) => {
+                let template = &self.templates[read.template];
+                self.families[template.family].push_read(&read, template);
+                self.spare.push(read.values);
+            }
+            None => {}
+        }
+    }
+
+    /// Counts a training line of `family` and `rank`; whether its text is still kept for facts.
+    fn count(&mut self, family: usize, rank: Option<u32>) -> bool {
+        if let Some(rank) = rank {
+            *self.by_rank.entry(rank).or_default() += 1;
+        }
+        self.family_lines[family] += 1;
+        self.family_lines[family] <= FACT_LINES_PER_FAMILY
+    }
+
+    fn keep_for_facts(&mut self, index: usize, family: Option<usize>, raw: &str) {
+        if raw.len() > 64 * 1024 {
+            return;
+        }
+        if self.facts.bytes + raw.len() > FACT_BYTES {
+            self.facts.dropped += 1;
+            return;
+        }
+        self.facts.bytes += raw.len();
+        self.facts.lines.push((index, family, raw.into()));
+    }
+
+    /// Reads the line at `index` (from 0).
+    fn line(&mut self, index: usize, raw: &str) {
+        self.lines = index + 1;
+        if raw.len() > LONGEST_LINE {
+            self.too_long += 1;
+            self.close();
+            return;
+        }
+        // The family of the first training line the raw line holds, for the facts reader.
+        let mut training: Option<usize> = None;
+        let mut for_facts = true;
+        let mut cleaner = std::mem::take(&mut self.cleaner);
+        cleaner.clean(raw);
+        for line in &cleaner.places {
+            let text = cleaner.text(raw, line);
+            if let Some((family, keep)) = self.fast(index, text, line) {
+                training = training.or(Some(family));
+                for_facts &= keep;
+                continue;
+            }
+            let pairs = pairs::pairs(text);
+            if let Some(key) = step_key(&pairs, &mut self.keys, self.framework) {
+                let eval = is_evaluation(text, &pairs, &mut self.keys, self.framework);
+                let (mut numbers, mut timed) = (0, false);
+                for p in &pairs {
+                    let known = self.keys.of(p, self.framework);
+                    numbers += usize::from(p.value.number().is_some() && known.normal != key);
+                    timed |= known.timed;
+                }
+                let family = self.family(&(key, eval));
+                training = training.or(Some(family));
+                for_facts &= self.count(family, line.rank);
+                self.close();
+                self.learn(text, &pairs, family, numbers, timed);
+                let record = Record {
+                    line: index,
+                    wall_time: line.wall_time,
+                    rank: line.rank,
+                    pairs: pairs.into_iter().map(Pair::into_owned).collect(),
+                    family: self.families[family].family.clone(),
+                    numbers,
+                    timed,
+                    digest: digest(0, text),
+                };
+                self.open = Some(Open::General(record));
+                continue;
+            }
+            match self.open.take() {
+                Some(open) if line.indented && pairs.len() == 1 => {
+                    let mut record = match open {
+                        Open::General(record) => record,
+                        Open::Fast(read) => {
+                            let template = &self.templates[read.template];
+                            Record {
+                                line: read.line,
+                                wall_time: read.wall_time,
+                                rank: read.rank,
+                                pairs: template.template.pairs_of(&read.values),
+                                family: self.families[template.family].family.clone(),
+                                numbers: template.numbers,
+                                timed: template.timed,
+                                digest: read.digest,
+                            }
+                        }
+                    };
+                    let known = self.keys.of(&pairs[0], self.framework);
+                    record.numbers += usize::from(
+                        pairs[0].value.number().is_some() && known.normal != record.family.0,
+                    );
+                    record.timed |= known.timed;
+                    record.digest = digest(record.digest, text);
+                    record.pairs.extend(pairs.into_iter().map(Pair::into_owned));
+                    self.open = Some(Open::General(record));
+                }
+                open => {
+                    self.open = open;
+                    self.close();
+                }
+            }
+        }
+        self.cleaner = cleaner;
+        if for_facts {
+            self.keep_for_facts(index, training, raw);
+        }
+    }
+
+    /// Reads a cleaned line through its skeleton's template: its family and whether its text is still
+    /// kept for facts, or `None` where it has no template or the template cannot read it.
+    fn fast(&mut self, index: usize, text: &str, line: &clean::Place) -> Option<(usize, bool)> {
+        // The last template used first, then the one of the line's skeleton.
+        let at = match self
+            .last
+            .filter(|t| template::matches(&self.templates[*t].shape, text, &mut self.runs))
+        {
+            Some(t) => t,
+            None => {
+                template::skeleton(text, &mut self.shape, &mut self.runs);
+                (*self.template_of.get(self.shape.as_slice())?)?
+            }
+        };
+        self.last = Some(at);
+        let mut values = self.spare.pop().unwrap_or_default();
+        if !self.templates[at]
+            .template
+            .read(text, &self.runs, &mut values)
+        {
+            self.spare.push(values);
+            return None;
+        }
+        #[cfg(debug_assertions)]
+        {
+            let general: Vec<Pair<'static>> = pairs::pairs(text)
+                .into_iter()
+                .map(Pair::into_owned)
+                .collect();
+            let read = self.templates[at].template.pairs_of(&values);
+            let same = general.len() == read.len()
+                && general.iter().zip(&read).all(|(g, r)| {
+                    g.key == r.key
+                        && match (&g.value, &r.value) {
+                            (
+                                Value::Number {
+                                    value: a,
+                                    unit: u,
+                                    total: t,
+                                },
+                                Value::Number {
+                                    value: b,
+                                    unit: v,
+                                    total: w,
+                                },
+                            ) => {
+                                (a == b || (a.is_nan() && b.is_nan()))
+                                    && u == v
+                                    && t.map(f64::to_bits) == w.map(f64::to_bits)
+                            }
+                            (a, b) => a == b,
+                        }
+                });
+            debug_assert!(same, "a template read {:?} otherwise than the general path: {read:?} against {general:?}", text);
+        }
+        let family = self.templates[at].family;
+        let keep = self.count(family, line.rank);
+        self.close();
+        self.open = Some(Open::Fast(FastRecord {
+            template: at,
+            line: index,
+            digest: digest(0, text),
+            wall_time: line.wall_time,
+            rank: line.rank,
+            values,
+        }));
+        Some((family, keep))
+    }
+
+    /// Makes the template of a training line's skeleton (read the general way) once its family has
+    /// a few lines, so that a line seen once costs no template.
+    fn learn(
+        &mut self,
+        text: &str,
+        pairs: &[Pair<'_>],
+        family: usize,
+        numbers: usize,
+        timed: bool,
+    ) {
+        if self.family_lines[family] < 2 {
+            return;
+        }
+        template::skeleton(text, &mut self.shape, &mut self.runs);
+        if self.template_of.contains_key(self.shape.as_slice()) || self.template_of.len() >= 4096 {
+            return;
+        }
+        let Some(template) = template::Template::new(text, &self.runs, pairs) else {
+            self.template_of.insert(self.shape.clone(), None);
+            return;
+        };
+        // Each pair's column: made where new, as the general path makes them.
+        let rows = &mut self.families[family];
+        let row = rows.height();
+        let columns = template
+            .pairs
+            .iter()
+            .map(|p| {
+                let c = rows.column(&p.key, p.value.unit(), row);
+                // A column made here has no row yet: the next row starts it.
+                if rows.columns[c].numbers.len() > row {
+                    rows.columns[c].numbers.truncate(row);
+                }
+                c
+            })
+            .collect();
+        self.templates.push(TemplateOf {
+            template,
+            shape: self.shape.clone(),
+            family,
+            columns,
+            numbers,
+            timed,
+        });
+        self.template_of
+            .insert(self.shape.clone(), Some(self.templates.len() - 1));
     }
 }
 
@@ -593,8 +993,98 @@ fn scale(unit: &str) -> Option<f64> {
     }
 }
 
-/// Reads a console log; `framework` names its framework when known (`--shape`), else its markers
-/// say; `beside` are the configuration files kept beside it (name, text).
+/// A log's lines as they are read from a source, a block at a time: memory stays bounded whatever
+/// the log's size (a line longer than [`LONGEST_LINE`] is handed on cut, and its rest skipped).
+struct Lines<'s> {
+    source: &'s mut dyn std::io::Read,
+    buffer: Vec<u8>,
+    filled: usize,
+    eof: bool,
+}
+
+/// Bytes read at once, and the head a framework is told from.
+const BLOCK: usize = 4 << 20;
+
+impl<'s> Lines<'s> {
+    fn new(source: &'s mut dyn std::io::Read) -> Self {
+        Lines {
+            source,
+            buffer: Vec::new(),
+            filled: 0,
+            eof: false,
+        }
+    }
+
+    /// Reads more of the source into the buffer (up to a block more).
+    fn fill(&mut self) -> std::io::Result<()> {
+        if self.buffer.len() < self.filled + BLOCK {
+            self.buffer.resize(self.filled + BLOCK, 0);
+        }
+        loop {
+            match self.source.read(&mut self.buffer[self.filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.filled += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The first block of the log (less where it is shorter).
+    fn head(&mut self) -> std::io::Result<&[u8]> {
+        while !self.eof && self.filled < BLOCK {
+            self.fill()?;
+        }
+        Ok(&self.buffer[..self.filled])
+    }
+
+    /// Hands each line (without its `\n`) and its index to `line`; whether the log ends in a newline.
+    fn each(&mut self, mut line: impl FnMut(usize, &[u8])) -> std::io::Result<bool> {
+        let mut index = 0;
+        let mut skipping = false;
+        let mut last = None;
+        loop {
+            if self.filled > 0 {
+                last = Some(self.buffer[self.filled - 1]);
+            }
+            let mut at = 0;
+            while let Some(end) = memchr::memchr(b'\n', &self.buffer[at..self.filled]) {
+                if !skipping {
+                    line(index, &self.buffer[at..at + end]);
+                    index += 1;
+                }
+                skipping = false;
+                at += end + 1;
+            }
+            if self.eof {
+                if at < self.filled && !skipping {
+                    line(index, &self.buffer[at..self.filled]);
+                }
+                return Ok(last == Some(b'\n'));
+            }
+            if !skipping && self.filled - at > LONGEST_LINE {
+                // A line too long to be a training line: handed on cut (so it is counted), its rest
+                // skipped up to its end.
+                line(index, &self.buffer[at..at + LONGEST_LINE + 1]);
+                index += 1;
+                skipping = true;
+            }
+            if skipping {
+                at = self.filled;
+            }
+            self.buffer.copy_within(at..self.filled, 0);
+            self.filled -= at;
+            self.fill()?;
+        }
+    }
+}
+
 /// What the user gave by flag that the reader's derivations use too (a per-device rate into a step
 /// time needs the device count): each wins over what the log says.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -604,35 +1094,37 @@ pub struct Given {
     pub tokens_per_step: Option<f64>,
 }
 
+/// Reads a console log from `source` as it streams; `framework` names its framework when known
+/// (`--shape`), else its markers say; `beside` are the configuration files kept beside it (name, text).
 pub fn read(
-    bytes: &[u8],
+    source: &mut dyn std::io::Read,
     framework: Option<&str>,
     beside: &[(String, String)],
     given: Given,
 ) -> Result<ConsoleRead, String> {
-    let text = String::from_utf8_lossy(bytes);
     let vocab = vocabulary();
+    let mut lines = Lines::new(source);
+    let head = lines.head().map_err(|e| e.to_string())?;
     let framework = framework
         .and_then(|name| vocab.framework(name))
-        .or_else(|| vocab.framework_of(head(&text)));
-    // One pass: every candidate line goes to its family's rows.
-    let mut families: Vec<FamilyRows> = Vec::new();
-    let mut by_rank: HashMap<u32, usize> = HashMap::new();
-    scan(&text, framework, |record| {
-        if let Some(rank) = record.rank {
-            *by_rank.entry(rank).or_default() += 1;
-        }
-        match families.iter_mut().find(|f| f.family == record.family) {
-            Some(rows) => rows.push(record),
-            None => {
-                let mut rows = FamilyRows::new(record.family.clone());
-                rows.push(record);
-                families.push(rows);
-            }
-        }
-        true
-    });
-    let total_lines = text.lines().count();
+        .or_else(|| vocab.framework_of(&String::from_utf8_lossy(head)));
+    // One pass: every training line goes to its family's rows, the others to the facts reader.
+    let mut scanner = Scanner::new(framework);
+    let ends_with_newline = lines
+        .each(|index, raw| match std::str::from_utf8(raw) {
+            Ok(text) => scanner.line(index, text),
+            Err(_) => scanner.line(index, &String::from_utf8_lossy(raw)),
+        })
+        .map_err(|e| e.to_string())?;
+    scanner.close();
+    let Scanner {
+        mut families,
+        by_rank,
+        facts: fact_lines,
+        lines: total_lines,
+        too_long,
+        ..
+    } = scanner;
     // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
     let rank = (by_rank.len() > 1).then(|| {
         by_rank
@@ -673,6 +1165,7 @@ pub fn read(
             "only evaluation lines have a step counter: nothing to read as training steps".into()
         });
     };
+    let chosen = best;
     let mut rows = families.swap_remove(best);
     let family = rows.family.clone();
     let kept_out: usize = families.iter().map(|f| count(f, false)).sum();
@@ -710,7 +1203,7 @@ pub fn read(
     let mut warnings = Vec::new();
     // A last line cut mid-way: the file does not end in a newline and its last training line has
     // fewer values than the family usually has.
-    if !bytes.ends_with(b"\n") && rows.height() > 0 {
+    if !ends_with_newline && rows.height() > 0 {
         let last_line = total_lines.saturating_sub(1);
         let last = rows.height() - 1;
         let mut sizes = rows.sizes.clone();
@@ -734,7 +1227,12 @@ pub fn read(
             rows.repeats
         ));
     }
-    let used: std::collections::HashSet<usize> = rows.lines.iter().copied().collect();
+    if too_long > 0 {
+        notes.push(format!(
+            "{too_long} line(s) longer than {} MiB not read",
+            LONGEST_LINE >> 20
+        ));
+    }
     // The unit written against each column's values, for the columns that are times.
     let units: Vec<(String, String)> = rows
         .names
@@ -751,7 +1249,22 @@ pub fn read(
 
     // What the printed configuration says.
     let mut config = facts::ConfigFacts::of(framework);
-    config.read_text(&text, "line", &|i| used.contains(&i));
+    // Every line but the training lines that give the rows.
+    let mut other_text = String::new();
+    for (index, family, raw) in &fact_lines.lines {
+        if *family != Some(chosen) {
+            config.read_line(raw, &format!("line {}", index + 1));
+            other_text.push_str(raw);
+            other_text.push('\n');
+        }
+    }
+    if fact_lines.dropped > 0 {
+        notes.push(format!(
+            "{} line(s) past the first {} MiB of lines other than training lines not read for facts",
+            fact_lines.dropped,
+            FACT_BYTES >> 20
+        ));
+    }
     for (name, body) in beside {
         config.read_text(body, &format!("{name} line"), &|_| false);
     }
@@ -769,6 +1282,12 @@ pub fn read(
         }
     }
     let mut facts = config.run_facts();
+    // Devices from an nvidia-smi table printed in the log.
+    for fact in crate::read::shapes::nvidia_smi::facts(&other_text) {
+        if !facts.iter().any(|f| f.field == fact.field) {
+            facts.push(fact);
+        }
+    }
     let model = config.model().map(|(m, origin)| {
         notes.push(format!(
             "the model's shape printed in the log ({origin}) counts FLOPs per token"
@@ -985,7 +1504,7 @@ mod tests {
 [rank0]:[titan] 2026-04-18 22:16:27,294 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
 [rank0]:[titan] 2026-04-18 22:16:27,400 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
         assert!(detect(log).is_some());
-        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
+        let r = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.framework.as_deref(), Some("torchtitan"));
         assert_eq!(r.table.height, 2);
         // 8 sequences x 2 micro-batches x 2048 tokens / 70,848 tokens per second.
@@ -1016,7 +1535,7 @@ mod tests {
     #[test]
     fn records_of_header_and_indented_lines() {
         let log = "[epoch=1][batch=3/5]:\n\t Train time/token: 14750088\n\t Train throughput/tokens_per_sec: 10347.9543\n\t Train loss/train/total: 1.5\n[epoch=1][batch=4/5]:\n\t Train time/token: 14760088\n\t Train throughput/tokens_per_sec: 10340.0\n\t Train loss/train/total: 1.4\n";
-        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
+        let r = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.table.height, 2);
         assert_eq!(
             column(&r, "Train throughput/tokens_per_sec")[1],
@@ -1071,6 +1590,66 @@ mod tests {
         }
     }
 
+    /// A source that hands over at most `.1` bytes a read, as a pipe may.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn lines_longer_than_a_mebibyte_are_counted_not_read_however_the_source_hands_them_over() {
+        let step = |i: u32| format!("step: {i}  loss: 2.5  step_time: 0.5s\r\n");
+        let mut log = String::new();
+        for i in 1..=3 {
+            log.push_str(&step(i));
+        }
+        log.push_str(&"x".repeat(LONGEST_LINE + 5));
+        log.push('\n');
+        for i in 4..=6 {
+            log.push_str(&step(i));
+        }
+        log.push_str("step: 7  loss: 2.5"); // cut: no newline, fewer values
+        let whole = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+        for chunk in [1000, 4096, (1 << 20) + 3] {
+            let trickled = read(
+                &mut Trickle(log.as_bytes(), chunk),
+                None,
+                &[],
+                Given::default(),
+            )
+            .unwrap();
+            assert_eq!(trickled.table, whole.table, "{chunk}");
+            assert_eq!(trickled.notes, whole.notes, "{chunk}");
+            assert_eq!(trickled.warnings, whole.warnings, "{chunk}");
+        }
+        assert_eq!(
+            column(&whole, "step"),
+            (1..=6).map(|i| Some(f64::from(i))).collect::<Vec<_>>()
+        );
+        assert!(
+            whole
+                .notes
+                .iter()
+                .any(|n| n == "1 line(s) longer than 1 MiB not read"),
+            "{:?}",
+            whole.notes
+        );
+        assert!(
+            whole
+                .warnings
+                .iter()
+                .any(|w| w.contains("the last line (8) is cut")),
+            "{:?}",
+            whole.warnings
+        );
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
         /// Any table printed as console lines, in each layout, reads back to the same columns and values.
@@ -1092,7 +1671,11 @@ mod tests {
                 log.push_str(&print_line(layout, i as u32 + 1, &pairs));
                 log.push('\n');
             }
-            let read = read(log.as_bytes(), None, &[], Given::default()).unwrap();
+            let read = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+            // A source that hands over a few bytes at a time reads the same.
+            let trickled = super::read(&mut Trickle(log.as_bytes(), 7), None, &[], Given::default()).unwrap();
+            proptest::prop_assert_eq!(&trickled.table, &read.table);
+            proptest::prop_assert_eq!(&trickled.notes, &read.notes);
             proptest::prop_assert_eq!(read.table.height, values.len(), "{}", layout);
             let step = if layout == "megatron-bars" { "iteration" } else { "step" };
             for (i, row) in values.iter().enumerate() {
@@ -1131,7 +1714,7 @@ mod tests {
                     }
                 }
                 let _ = detect(&lossy);
-                let _ = read(input, None, &[], Given { num_devices: Some(4.0), ..Given::default() });
+                let _ = read(&mut &input[..], None, &[], Given { num_devices: Some(4.0), ..Given::default() });
                 let mut config = facts::ConfigFacts::default();
                 config.read_text(&lossy, "line", &|_| false);
                 let _ = (config.run_facts(), config.model());
@@ -1142,7 +1725,7 @@ mod tests {
     #[test]
     fn a_cut_last_line_is_reported() {
         let log = "step: 1 loss: 2.0 step_time: 0.5 tokens: 100\nstep: 2 loss: 1.9 step_time: 0.5 tokens: 100\nstep: 3 loss: 1.8 step_ti";
-        let r = read(log.as_bytes(), None, &[], Given::default()).unwrap();
+        let r = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.table.height, 2);
         assert!(r.warnings[0].contains("cut mid-way"), "{:?}", r.warnings);
     }

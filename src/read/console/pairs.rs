@@ -59,6 +59,8 @@ impl Value<'_> {
 pub struct Pair<'a> {
     pub key: Cow<'a, str>,
     pub value: Value<'a>,
+    /// The text of the line a number was read from (`29.11GiB(92.83%)`), where it was one token.
+    pub source: Option<&'a str>,
 }
 
 impl Pair<'_> {
@@ -67,6 +69,7 @@ impl Pair<'_> {
         Pair {
             key: Cow::Owned(self.key.into_owned()),
             value: self.value.into_owned(),
+            source: None,
         }
     }
 }
@@ -133,7 +136,7 @@ pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
 
 /// The number at the start of `t` (`-1,234.5e+03`; a comma only between groups of three digits), and
 /// how many bytes it took.
-fn leading_number(t: &str) -> Option<(f64, usize)> {
+pub(super) fn leading_number(t: &str) -> Option<(f64, usize)> {
     let b = t.as_bytes();
     let mut i = 0;
     if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
@@ -226,9 +229,10 @@ fn segments(line: &str) -> impl Iterator<Item = &str> {
 
 /// A token of a segment.
 #[derive(Debug)]
-enum Token<'a> {
+pub(super) enum Token<'a> {
     Word(&'a str),
-    Number(f64, &'a str, Option<f64>),
+    /// A number, its unit, the total of an `N/M` counter, and the text it was read from.
+    Number(f64, &'a str, Option<f64>, &'a str),
     /// `:` or `=` between a key and its value.
     Is,
 }
@@ -238,83 +242,86 @@ fn tokens(segment: &str) -> Vec<Token<'_>> {
     let mut rest = segment;
     loop {
         rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'');
-        let Some(c) = rest.chars().next() else {
+        if rest.is_empty() {
             break;
-        };
-        if c == ':' || c == '=' {
-            out.push(Token::Is);
-            rest = &rest[1..];
-            continue;
         }
-        let starts_number = c.is_ascii_digit()
-            || ((c == '-' || c == '+' || c == '.')
-                && rest[1..].starts_with(|d: char| d.is_ascii_digit() || d == '.'));
-        if starts_number {
-            if let Some((value, unit, total, after)) = decode(rest) {
-                out.push(Token::Number(value, unit, total));
-                rest = after;
-                continue;
-            }
+        let (token, after) = next_token(rest);
+        out.extend(token);
+        rest = after;
+    }
+    out
+}
+
+/// The token at the start of `rest` (not empty, white space and quotes taken off), and what follows it.
+pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
+    let Some(c) = rest.chars().next() else {
+        return (None, rest);
+    };
+    if c == ':' || c == '=' {
+        return (Some(Token::Is), &rest[1..]);
+    }
+    let starts_number = c.is_ascii_digit()
+        || ((c == '-' || c == '+' || c == '.')
+            && rest[1..].starts_with(|d: char| d.is_ascii_digit() || d == '.'));
+    if starts_number {
+        if let Some((value, unit, total, after)) = decode(rest) {
+            let source = &rest[..rest.len() - after.len()];
+            return (Some(Token::Number(value, unit, total, source)), after);
         }
-        // A bracketed or wrapped number: `[1.2e-05]`, `tensor(2.31)`, `(+nanz)`.
-        for open in ["tensor(", "[", "("] {
-            if let Some(inner) = rest.strip_prefix(open) {
-                if let Some((value, unit, total, after)) = decode(inner) {
-                    let close = if open == "[" { ']' } else { ')' };
-                    if let Some(after) = after.trim_start().strip_prefix(close) {
-                        out.push(Token::Number(value, unit, total));
-                        rest = after;
-                        break;
-                    }
+    }
+    // A bracketed or wrapped number: `[1.2e-05]`, `tensor(2.31)`, `(+nanz)`.
+    for open in ["tensor(", "[", "("] {
+        if let Some(inner) = rest.strip_prefix(open) {
+            if let Some((value, unit, total, after)) = decode(inner) {
+                let close = if open == "[" { ']' } else { ')' };
+                if let Some(after) = after.trim_start().strip_prefix(close) {
+                    let source = &rest[..rest.len() - after.len()];
+                    return (Some(Token::Number(value, unit, total, source)), after);
                 }
             }
         }
-        if !rest.starts_with(c) {
-            continue;
-        }
-        if let Some(n) = ["nan", "inf", "-nan", "-inf"]
-            .iter()
-            .find(|w| {
-                rest.get(..w.len())
-                    .is_some_and(|head| head.eq_ignore_ascii_case(w))
-                    && !rest[w.len()..].starts_with(|d: char| d.is_alphanumeric() || d == '_')
-            })
-            .map(|w| w.len())
-        {
-            let (value, _, _, _) = decode(rest).expect("nan and inf decode");
-            out.push(Token::Number(value, "", None));
-            rest = &rest[n..];
-            continue;
-        }
-        // A word: up to a space, `:` or `=`; a `(...)` group stays whole (`(ms)`, `(TFLOP/s/GPU)`).
-        let mut end = 0;
-        let mut depth = 0i32;
-        for (i, ch) in rest.char_indices() {
-            match ch {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                _ => {}
-            }
-            if depth <= 0 && (ch.is_whitespace() || ch == ':' || ch == '=') && i > 0 {
-                break;
-            }
-            end = i + ch.len_utf8();
-            if depth < 0 {
-                break;
-            }
-        }
-        let word = rest[..end].trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '{' | '}'));
-        let word = strip_unmatched(word);
-        if word.len() >= 2 && word.bytes().all(|b| b == b'.') {
-            // Megatron's and DeepSpeed's argument dumps: `seq_length ........ 8192`.
-            out.push(Token::Is);
-        } else if !word.is_empty() {
-            out.push(Token::Word(word));
-        }
-        // `end` is past the first character at least (the loop sets it before it can stop).
-        rest = &rest[end..];
     }
-    out
+    if let Some(n) = ["nan", "inf", "-nan", "-inf"]
+        .iter()
+        .find(|w| {
+            rest.get(..w.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(w))
+                && !rest[w.len()..].starts_with(|d: char| d.is_alphanumeric() || d == '_')
+        })
+        .map(|w| w.len())
+    {
+        let (value, _, _, _) = decode(rest).expect("nan and inf decode");
+        return (Some(Token::Number(value, "", None, &rest[..n])), &rest[n..]);
+    }
+    // A word: up to a space, `:` or `=`; a `(...)` group stays whole (`(ms)`, `(TFLOP/s/GPU)`).
+    let mut end = 0;
+    let mut depth = 0i32;
+    for (i, ch) in rest.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth <= 0 && (ch.is_whitespace() || ch == ':' || ch == '=') && i > 0 {
+            break;
+        }
+        end = i + ch.len_utf8();
+        if depth < 0 {
+            break;
+        }
+    }
+    let word = rest[..end].trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '{' | '}'));
+    let word = strip_unmatched(word);
+    // `end` is past the first character at least (the loop sets it before it can stop).
+    let after = &rest[end..];
+    if word.len() >= 2 && word.bytes().all(|b| b == b'.') {
+        // Megatron's and DeepSpeed's argument dumps: `seq_length ........ 8192`.
+        (Some(Token::Is), after)
+    } else if !word.is_empty() {
+        (Some(Token::Word(word)), after)
+    } else {
+        (None, after)
+    }
 }
 
 /// `[step` → `step`, `step]` → `step`, `][batch` → `batch`, `(ms)` kept.
@@ -363,13 +370,13 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
     let tokens = tokens(segment);
     let mut key: Vec<&'a str> = Vec::new();
     let mut is = false;
-    let mut pending_number: Option<(f64, &'a str, Option<f64>)> = None;
+    let mut pending_number: Option<(f64, &'a str, Option<f64>, &'a str)> = None;
     let first = out.len();
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
             Token::Word(w) => {
-                if let Some((value, unit, total)) = pending_number.take() {
+                if let Some((value, unit, total, source)) = pending_number.take() {
                     // `123.45 ms`, `123456 tok/s`, `45.6% bf16 MFU`: the value before its name, to
                     // the segment's end.
                     let rest: Vec<&str> = tokens[i..]
@@ -389,6 +396,7 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                         out.push(Pair {
                             key: name,
                             value: Value::Number { value, unit, total },
+                            source: Some(source),
                         });
                         return;
                     }
@@ -398,6 +406,7 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                     out.push(Pair {
                         key: joined(&key),
                         value: Value::Text(Cow::Borrowed(w)),
+                        source: None,
                     });
                     key.clear();
                     is = false;
@@ -437,10 +446,10 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                     is = true;
                 }
             }
-            Token::Number(value, unit, total) => {
+            Token::Number(value, unit, total, source) => {
                 if key.is_empty() {
                     if out.len() == first && pending_number.is_none() {
-                        pending_number = Some((*value, unit, *total));
+                        pending_number = Some((*value, unit, *total, source));
                     }
                 } else {
                     // `epoch=0/micro_step=250`: the `/` between fields is not the key's.
@@ -461,6 +470,7 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                             unit: Cow::Borrowed(unit),
                             total: *total,
                         },
+                        source: Some(source),
                     });
                     key.clear();
                     is = false;
@@ -521,17 +531,24 @@ fn dict_pairs<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> bool {
             }
         }
         let raw = after[..stop].trim();
-        let value = match tokens(raw).as_slice() {
-            [Token::Number(v, unit, total)] => Value::Number {
-                value: *v,
-                unit: Cow::Borrowed(unit),
-                total: *total,
-            },
-            _ => Value::Text(Cow::Borrowed(raw.trim_matches(['\'', '"']))),
+        let (value, source) = match tokens(raw).as_slice() {
+            [Token::Number(v, unit, total, source)] => (
+                Value::Number {
+                    value: *v,
+                    unit: Cow::Borrowed(unit),
+                    total: *total,
+                },
+                Some(*source),
+            ),
+            _ => (
+                Value::Text(Cow::Borrowed(raw.trim_matches(['\'', '"']))),
+                None,
+            ),
         };
         out.push(Pair {
             key: Cow::Borrowed(key),
             value,
+            source,
         });
         found = true;
         rest = &after[stop.min(after.len())..];
@@ -559,6 +576,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
             unit: Cow::Borrowed(""),
             total: m,
         },
+        source: None,
     });
     out.push(Pair {
         key: "progress elapsed".into(),
@@ -567,6 +585,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
             unit: "s".into(),
             total: None,
         },
+        source: None,
     });
     if let Some((_, rate)) = rest.split_once(',') {
         let rate = rate.trim();
@@ -579,6 +598,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
                         unit: "s".into(),
                         total: None,
                     },
+                    source: None,
                 });
             }
         } else if let Some(r) = rate.strip_suffix("it/s") {
@@ -590,6 +610,7 @@ fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
                         unit: Cow::Borrowed(""),
                         total: None,
                     },
+                    source: None,
                 });
             }
         }

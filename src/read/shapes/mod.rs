@@ -174,6 +174,9 @@ pub struct ShapedFrame {
     pub hints: Vec<crate::columns::ColumnHint>,
 }
 
+/// How much of a file is searched for a console log's layout.
+pub const DETECT_BYTES: usize = 16 << 20;
+
 /// Guesses the shape of `bytes` from their content; `name` is the file's name, for the TensorBoard export
 /// convention. `None`: not a special shape (a plain table, or unreadable).
 pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
@@ -205,7 +208,7 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         if serde_json::from_str::<Value>(first_line).is_ok() {
             return None;
         }
-        let all = String::from_utf8_lossy(bytes);
+        let all = String::from_utf8_lossy(&bytes[..bytes.len().min(DETECT_BYTES)]);
         return crate::read::console::detect(&all).map(|_| Shape::Console);
     }
     let text = String::from_utf8_lossy(head);
@@ -228,12 +231,13 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         return Some(Shape::Lightning);
     }
     // Console logs often start with the script's source or its arguments, so a file whose name is not
-    // a table's is searched through, not only its head.
+    // a table's is searched further than its head: its first 16 MiB (a log's layout shows well before
+    // that, and a log of gigabytes is not read twice).
     let all;
     let body: &str = if crate::read::InputFormat::from_path(std::path::Path::new(name)).is_some() {
         trimmed
     } else {
-        all = String::from_utf8_lossy(bytes);
+        all = String::from_utf8_lossy(&bytes[..bytes.len().min(DETECT_BYTES)]);
         &all
     };
     if body

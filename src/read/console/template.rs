@@ -1,0 +1,428 @@
+//! The fast path of the general reader: a training line read by the shape of the lines before it.
+//!
+//! A log's training lines differ from step to step only in their digits (and in the spaces that pad
+//! them): `step:  10  loss:  2.3401  tps: 6,912` and `step:  11  loss:  2.3388  tps: 6,917` have one
+//! *skeleton*, the line with each run of digits written as one marker byte and each run of spaces as one
+//! space. The first line of a skeleton is read by the general path ([`super::pairs::pairs`]), which
+//! says where in the line each number was read from; that makes the skeleton's [`Template`]. Every
+//! later line with the same skeleton is read through it: the text of each number is found from the
+//! positions of its digit runs and decoded by the same tokenizer the general path uses
+//! ([`super::pairs::next_token`]), which must read it whole and with the same unit, else the line goes
+//! the general way. Digits outside the numbers (in a key such as `loss/2`, a colour code, a word) must
+//! be the same as the template's. In debug builds every line read through a template is also read the
+//! general way and the two compared, so the tests and the fuzz targets hold the fast path to it.
+//!
+//! Measured on the torchtitan-style log of `benches/console.sh` (256 MiB, release build, this
+//! machine): the reader's pass over the lines took 4.5 s the general way for every line, and is what
+//! docs/performance.md gives with templates.
+
+use super::pairs::{next_token, Pair, Token, Value};
+
+/// The skeleton of `text` into `shape` (digit runs as 0xFF, space runs as one space) and the byte
+/// ranges of its digit runs into `runs`.
+pub fn skeleton(text: &str, shape: &mut Vec<u8>, runs: &mut Vec<(usize, usize)>) {
+    shape.clear();
+    runs.clear();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            runs.push((start, i));
+            shape.push(0xFF);
+        } else if c == b' ' {
+            while i < b.len() && b[i] == b' ' {
+                i += 1;
+            }
+            shape.push(b' ');
+        } else {
+            shape.push(c);
+            i += 1;
+        }
+    }
+}
+
+/// Whether `text` has the skeleton `shape` (made by [`skeleton`]); if so its digit runs are in `runs`.
+/// One pass with no hashing: most lines have the skeleton of the line before them.
+pub fn matches(shape: &[u8], text: &str, runs: &mut Vec<(usize, usize)>) -> bool {
+    runs.clear();
+    let b = text.as_bytes();
+    let mut i = 0;
+    for &c in shape {
+        match c {
+            0xFF => {
+                let start = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i == start {
+                    return false;
+                }
+                runs.push((start, i));
+            }
+            b' ' => {
+                let start = i;
+                while i < b.len() && b[i] == b' ' {
+                    i += 1;
+                }
+                if i == start {
+                    return false;
+                }
+            }
+            c => {
+                if b.get(i) != Some(&c) {
+                    return false;
+                }
+                i += 1;
+            }
+        }
+    }
+    i == b.len()
+}
+
+/// A number read through a template: its value and the total of an `N/M` counter (`None` for a pair
+/// whose value never varies).
+pub type Read = Option<(f64, Option<f64>)>;
+
+/// Where a varying number is in a line of the template's skeleton, and what its token must be.
+#[derive(Debug)]
+struct Slot {
+    /// Its first and last digit runs.
+    first: usize,
+    last: usize,
+    /// The bytes of its text before its first run and after its last (`[`, `-`; `GiB(`, `%)`).
+    before: usize,
+    after: usize,
+    /// The unit its token carries (before a unit word after it, such as `ms`, is applied).
+    unit: Box<str>,
+    total: bool,
+    finite: bool,
+    /// A plain number (`12`, `-0.25`, `35.13` of `35.13GiB`): read from its runs directly, whether it
+    /// has a fraction and whether it is negative.
+    plain: Option<(bool, bool)>,
+}
+
+/// Powers of ten exactly representable as `f64`.
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// Whether the number read from `text` at the digit runs from `first` is plain: its digits (an integer
+/// part and maybe a fraction) are all it is, with no thousands groups, exponent or total, so that it
+/// can be read from its runs; `(fraction, negative)` then.
+fn plain_number(
+    text: &str,
+    runs: &[(usize, usize)],
+    first: usize,
+    before: usize,
+) -> Option<(bool, bool)> {
+    let (a, b) = runs[first];
+    // A sign is the number's only inside its text (`-1.5`, not the `-` of `step-10`).
+    let signed = before > 0 && matches!(text.as_bytes()[a - 1], b'-' | b'+');
+    let negative = signed && text.as_bytes()[a - 1] == b'-';
+    let start = a - usize::from(signed);
+    let (_, used) = super::pairs::leading_number(&text[start..])?;
+    let end = start + used;
+    let fraction = runs
+        .get(first + 1)
+        .is_some_and(|&(c, d)| c == b + 1 && text.as_bytes()[b] == b'.' && end == d);
+    if !(fraction || end == b) || text[end..].starts_with([',', '.', 'e', 'E']) {
+        return None;
+    }
+    Some((fraction, negative))
+}
+
+/// The value of a plain number from its runs: the integer of its digits over the power of ten of its
+/// fraction, both exact in `f64` up to 15 digits, so one correctly rounded division gives what
+/// `str::parse` gives; `None` for longer numbers.
+fn plain_value(
+    text: &[u8],
+    runs: &[(usize, usize)],
+    first: usize,
+    (fraction, negative): (bool, bool),
+) -> Option<f64> {
+    let (a, b) = runs[first];
+    let (c, d) = if fraction { runs[first + 1] } else { (b, b) };
+    if (b - a) + (d - c) > 15 {
+        return None;
+    }
+    let mut m: u64 = 0;
+    for &digit in text[a..b].iter().chain(&text[c..d]) {
+        m = m * 10 + u64::from(digit - b'0');
+    }
+    let value = m as f64 / POWERS_OF_TEN[d - c];
+    Some(if negative { -value } else { value })
+}
+
+/// How the lines of one skeleton are read.
+#[derive(Debug)]
+pub struct Template {
+    /// The pairs of the line that made it; a number that varies has a slot.
+    pub pairs: Vec<Pair<'static>>,
+    slots: Vec<Option<Slot>>,
+    /// Digit runs that are not part of a number, and their text.
+    literal: Vec<(usize, Box<str>)>,
+}
+
+/// The offset of `part` in `text`, where `part` is a slice of it.
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (start + part.len() <= text.len()).then_some(start)
+}
+
+impl Template {
+    /// The template of `text` (a cleaned line whose skeleton's digit runs are `runs`) from the pairs the
+    /// general path read from it; `None` where a number's text cannot be found again from its runs.
+    pub fn new(text: &str, runs: &[(usize, usize)], pairs: &[Pair<'_>]) -> Option<Template> {
+        let mut covered = vec![false; runs.len()];
+        let mut slots = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            let (Value::Number { value, total, .. }, Some(source)) = (&pair.value, pair.source)
+            else {
+                slots.push(None);
+                continue;
+            };
+            let start = offset_in(text, source)?;
+            let end = start + source.len();
+            if runs
+                .iter()
+                .any(|&(a, b)| (a < start && start < b) || (a < end && end < b))
+            {
+                return None;
+            }
+            let inside: Vec<usize> = (0..runs.len())
+                .filter(|&r| runs[r].0 >= start && runs[r].1 <= end)
+                .collect();
+            let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
+                slots.push(None); // `nan`: no digits, the same in every line of the skeleton
+                continue;
+            };
+            let (head, tail) = (&text[start..runs[first].0], &text[runs[last].1..end]);
+            if head.contains(' ') || tail.contains(' ') {
+                return None;
+            }
+            let Some(Token::Number(_, unit, _, read)) = next_token(source).0 else {
+                return None;
+            };
+            if read.len() != source.len() {
+                return None;
+            }
+            covered[first..=last].fill(true);
+            slots.push(Some(Slot {
+                first,
+                last,
+                before: head.len(),
+                after: tail.len(),
+                unit: unit.into(),
+                total: total.is_some(),
+                finite: value.is_finite(),
+                plain: plain_number(text, runs, first, head.len())
+                    .filter(|_| total.is_none() && value.is_finite()),
+            }));
+        }
+        let literal = (0..runs.len())
+            .filter(|r| !covered[*r])
+            .map(|r| (r, text[runs[r].0..runs[r].1].into()))
+            .collect();
+        Some(Template {
+            pairs: pairs.iter().cloned().map(Pair::into_owned).collect(),
+            slots,
+            literal,
+        })
+    }
+
+    /// The numbers of `text` (a line of this template's skeleton, its digit runs `runs`), pair by pair
+    /// (`None` for a pair whose value never varies), into `values`; false where the line must be read
+    /// the general way.
+    pub fn read(&self, text: &str, runs: &[(usize, usize)], values: &mut Vec<Read>) -> bool {
+        values.clear();
+        for (r, digits) in &self.literal {
+            if text.get(runs[*r].0..runs[*r].1) != Some(digits) {
+                return false;
+            }
+        }
+        for slot in &self.slots {
+            let Some(slot) = slot else {
+                values.push(None);
+                continue;
+            };
+            if let Some(value) = slot
+                .plain
+                .and_then(|plain| plain_value(text.as_bytes(), runs, slot.first, plain))
+            {
+                values.push(Some((value, None)));
+                continue;
+            }
+            let Some(start) = runs[slot.first].0.checked_sub(slot.before) else {
+                return false;
+            };
+            let Some(word) = text.get(start..runs[slot.last].1 + slot.after) else {
+                return false;
+            };
+            match next_token(word).0 {
+                Some(Token::Number(value, unit, total, read))
+                    if read.len() == word.len()
+                        && unit.as_bytes().iter().eq(slot.unit.as_bytes())
+                        && total.is_some() == slot.total
+                        && value.is_finite() == slot.finite =>
+                {
+                    values.push(Some((value, total)));
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// The pairs of a line read through the template, from its `values`.
+    pub fn pairs_of(&self, values: &[Read]) -> Vec<Pair<'static>> {
+        self.pairs
+            .iter()
+            .zip(values)
+            .map(|(pair, value)| {
+                let mut pair = pair.clone();
+                if let (
+                    Value::Number {
+                        value: v, total, ..
+                    },
+                    Some((new, new_total)),
+                ) = (&mut pair.value, value)
+                {
+                    *v = *new;
+                    *total = *new_total;
+                }
+                pair
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_through(first: &str, next: &str) -> Option<Vec<Pair<'static>>> {
+        let (mut shape, mut runs) = (Vec::new(), Vec::new());
+        skeleton(first, &mut shape, &mut runs);
+        let template = Template::new(first, &runs, &super::super::pairs::pairs(first))?;
+        let first_shape = shape.clone();
+        skeleton(next, &mut shape, &mut runs);
+        assert_eq!(shape, first_shape, "one skeleton");
+        let mut matched = Vec::new();
+        assert!(matches(&first_shape, next, &mut matched));
+        assert_eq!(matched, runs);
+        let mut values = Vec::new();
+        template
+            .read(next, &runs, &mut values)
+            .then(|| template.pairs_of(&values))
+    }
+
+    fn general(line: &str) -> Vec<Pair<'static>> {
+        super::super::pairs::pairs(line)
+            .into_iter()
+            .map(Pair::into_owned)
+            .collect()
+    }
+
+    #[test]
+    fn a_line_of_one_skeleton_reads_as_the_general_path_reads_it() {
+        for (first, next) in [
+            (
+                "step:  10  loss:  2.3401  memory: 29.11GiB(92.83%)  tps: 6,912  mfu: 15.39%",
+                "step: 123  loss: 12.3388  memory: 9.1GiB(2.8%)  tps: 16,917  mfu: 5.4%",
+            ),
+            (
+                "iteration       10/     100 | elapsed time per iteration (ms): 1234.5 | lr: 1.2E-05 |",
+                "iteration      110/     100 | elapsed time per iteration (ms): 99.5 | lr: 3.4E-05 |",
+            ),
+            (
+                "{'loss': 2.1, 'grad_norm': [0.5], 'step': 3}",
+                "{'loss': 12.75, 'grad_norm': [10.25], 'step': 30}",
+            ),
+            ("step 10 | 123.45 ms | 456 tok/s", "step 11 | 3.4 ms | 4567 tok/s"),
+            ("step=1 loss/2=0.5 lr=-1.5e-3", "step=2 loss/2=0.25 lr=-2.5e-3"),
+        ] {
+            assert_eq!(read_through(first, next), Some(general(next)), "{next}");
+        }
+    }
+
+    #[test]
+    fn a_line_the_template_cannot_read_whole_goes_the_general_way() {
+        // The key's digit differs; a comma that is no longer a thousands separator.
+        assert_eq!(read_through("step=1 loss/2=0.5", "step=1 loss/3=0.5"), None);
+        assert_eq!(
+            read_through("step: 1 tps: 70,660", "step: 1 tps: 70,66"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_plain_number_reads_as_str_parse_reads_it() {
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200_000 {
+            let int_len = (next() % 8 + 1) as usize;
+            let frac_len = (next() % 8) as usize;
+            let digits = |n: usize, r: u64| -> String {
+                (0..n)
+                    .map(|i| char::from(b'0' + ((r >> (i * 4)) % 10) as u8))
+                    .collect()
+            };
+            let int = digits(int_len, next());
+            let text = if frac_len > 0 {
+                format!("x -{int}.{}s", digits(frac_len, next()))
+            } else {
+                format!("x -{int}s")
+            };
+            let mut runs = Vec::new();
+            skeleton(&text, &mut Vec::new(), &mut runs);
+            let plain = plain_number(&text, &runs, 0, 1).expect("plain");
+            let expected: f64 = text[2..text.len() - 1].parse().unwrap();
+            let got = plain_value(text.as_bytes(), &runs, 0, plain).unwrap();
+            assert_eq!(got.to_bits(), expected.to_bits(), "{text}");
+        }
+        // Sixteen digits and more go the general way.
+        let text = "x 1234567890.123456";
+        let mut runs = Vec::new();
+        skeleton(text, &mut Vec::new(), &mut runs);
+        let plain = plain_number(text, &runs, 0, 0).expect("plain");
+        assert_eq!(plain_value(text.as_bytes(), &runs, 0, plain), None);
+        // Thousands groups and exponents are not plain.
+        for text in ["x 1,234", "x 1.5e3", "x 12.5.3"] {
+            let mut runs = Vec::new();
+            skeleton(text, &mut Vec::new(), &mut runs);
+            assert_eq!(plain_number(text, &runs, 0, 0), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_line_of_another_skeleton_does_not_match() {
+        let (mut shape, mut runs) = (Vec::new(), Vec::new());
+        skeleton("step: 10  loss: 2.5", &mut shape, &mut runs);
+        for other in [
+            "step: 10  loss: 2.5x",
+            "step: 10 loss: 2",
+            "step:10  loss: 2.5",
+            "step: 10  loss: 2.5 ",
+        ] {
+            let mut matched = Vec::new();
+            let mut own = Vec::new();
+            skeleton(other, &mut own, &mut Vec::new());
+            assert_eq!(
+                matches(&shape, other, &mut matched),
+                own == shape,
+                "{other}"
+            );
+        }
+        assert!(matches(&shape, "step: 123  loss: 0.25", &mut runs));
+    }
+}
