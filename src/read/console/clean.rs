@@ -15,6 +15,8 @@ pub struct Line<'a> {
     pub rank: Option<u32>,
     /// Whether the fields start after white space (a record's continuation line).
     pub indented: bool,
+    /// Whether a tag taken off says the line is an evaluation's (Marian's `[valid]`).
+    pub evaluation: bool,
 }
 
 /// The text without ANSI escape sequences (`ESC [ ... letter`, `ESC ] ... BEL`), the text between them
@@ -61,42 +63,41 @@ fn strip_ansi_into(line: &str, out: &mut String) {
     }
 }
 
+/// Whether a timestamp's date and time (`2024-04-17 09:42:26`, `2024-04-17T09:42:26`) start at `s`.
+fn timestamp_at(b: &[u8], s: usize) -> bool {
+    let Some(c) = b.get(s..s + 19) else {
+        return false;
+    };
+    c[4] == b'-'
+        && c[7] == b'-'
+        && c[13] == b':'
+        && c[16] == b':'
+        && (c[10] == b' ' || c[10] == b'T')
+        && c[..4].iter().all(u8::is_ascii_digit)
+        && c[5..7].iter().all(u8::is_ascii_digit)
+        && c[8..10].iter().all(u8::is_ascii_digit)
+        && c[11..13].iter().all(u8::is_ascii_digit)
+        && c[14..16].iter().all(u8::is_ascii_digit)
+        && c[17..19].iter().all(u8::is_ascii_digit)
+        && (s == 0 || !b[s - 1].is_ascii_digit())
+}
+
 /// Where a timestamp (`2024-04-17 09:42:26`, `2024-04-17T09:42:26.123Z`) starts in `text`, from `from`.
 fn find_timestamp(text: &str, from: usize) -> Option<usize> {
     let b = text.as_bytes();
-    let mut i = from;
-    while i + 19 <= b.len() {
-        let at = memchr::memchr(b'-', &b[i..]).map(|p| i + p)?;
-        if at >= 4 {
-            let s = at - 4;
-            let c = &b[s..];
-            if c.len() >= 19
-                && c[..4].iter().all(u8::is_ascii_digit)
-                && c[5..7].iter().all(u8::is_ascii_digit)
-                && c[7] == b'-'
-                && c[8..10].iter().all(u8::is_ascii_digit)
-                && (c[10] == b' ' || c[10] == b'T')
-                && c[11..13].iter().all(u8::is_ascii_digit)
-                && c[13] == b':'
-                && c[14..16].iter().all(u8::is_ascii_digit)
-                && c[16] == b':'
-                && c[17..19].iter().all(u8::is_ascii_digit)
-                && (s == 0 || !b[s - 1].is_ascii_digit())
-            {
-                return Some(s);
-            }
-        }
-        i = at + 1;
-    }
-    None
+    // A timestamp's first `-` is its fifth byte.
+    let search = b.get(from + 4..)?;
+    memchr::memchr_iter(b'-', search)
+        .map(|p| from + p)
+        .find(|&s| timestamp_at(b, s))
 }
 
 /// The length of the timestamp at the start of `text` (with fractions and a zone) and its value.
 fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
-    if find_timestamp(text, 0) != Some(0) {
+    let b = text.as_bytes();
+    if !timestamp_at(b, 0) {
         return None;
     }
-    let b = text.as_bytes();
     let mut end = 19;
     if end < b.len() && (b[end] == b'.' || b[end] == b',') {
         end += 1;
@@ -256,6 +257,8 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
             if end > 120 || tag.contains('|') {
                 return text;
             }
+            let lower = tag.to_ascii_lowercase();
+            line.evaluation |= ["valid", "eval"].iter().any(|w| lower.contains(w));
             text = inner[end + 1..].trim_start_matches(':');
             continue;
         }
@@ -279,6 +282,7 @@ pub fn clean(raw: &str) -> Vec<Line<'_>> {
             wall_time: place.wall_time,
             rank: place.rank,
             indented: place.indented,
+            evaluation: place.evaluation,
         })
         .collect()
 }
@@ -292,6 +296,7 @@ pub struct Place {
     pub wall_time: Option<f64>,
     pub rank: Option<u32>,
     pub indented: bool,
+    pub evaluation: bool,
 }
 
 /// [`clean`] with its buffers kept from line to line (the reader's pass allocates nothing per line).
@@ -334,6 +339,7 @@ impl Cleaner {
                     wall_time: None,
                     rank: None,
                     indented: false,
+                    evaluation: false,
                 };
                 let rest = strip_prefixes(part, &mut line);
                 let indented = rest.starts_with([' ', '\t']) && line.wall_time.is_none();
@@ -348,6 +354,7 @@ impl Cleaner {
                     wall_time: line.wall_time,
                     rank: line.rank,
                     indented,
+                    evaluation: line.evaluation,
                 });
             }
         }

@@ -118,6 +118,13 @@ impl ConfigFacts {
                     }
                 }
             }
+            // A device mesh as two lists, its dimensions' names then their sizes: torchtitan's
+            // `Building 2-D device mesh with ['dp_shard', 'tp'], [4, 2]`.
+            for (name, size) in mesh_lists(text) {
+                if let Some((key, fact)) = sentence_fact(&fact_key(name), self.framework) {
+                    self.offer(fact, &key, Some(size), &size.to_string(), origin);
+                }
+            }
             for pair in super::pairs::pairs(text) {
                 let Some((key, fact)) = sentence_fact(&fact_key(&pair.key), self.framework) else {
                     continue;
@@ -540,6 +547,35 @@ fn is_false(text: &str) -> bool {
     )
 }
 
+/// The dimensions of a device mesh written as a list of names and a list of sizes (`mesh with
+/// ['dp_shard', 'tp'], [4, 2]`), each name with its size; nothing where the lists differ in length.
+fn mesh_lists(text: &str) -> Vec<(&str, f64)> {
+    let Some(at) = text.find("mesh with [") else {
+        return Vec::new();
+    };
+    let rest = &text[at + "mesh with [".len()..];
+    let Some((names, rest)) = rest.split_once(']') else {
+        return Vec::new();
+    };
+    let Some(sizes) = rest
+        .trim_start_matches([',', ' '])
+        .strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .map(|(sizes, _)| sizes)
+    else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = names
+        .split(',')
+        .map(|n| n.trim().trim_matches(['\'', '"']))
+        .collect();
+    let sizes: Option<Vec<f64>> = sizes.split(',').map(|n| n.trim().parse().ok()).collect();
+    match sizes {
+        Some(sizes) if sizes.len() == names.len() => names.into_iter().zip(sizes).collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,6 +612,11 @@ mod tests {
         assert_eq!(f.dtype().unwrap().0, "bf16");
         assert!(f.model().is_some());
         assert_eq!(f.number(Fact::SeqLen), Some(2048.0));
+        // A device mesh as a list of names and a list of sizes.
+        let f = read("[2025-02-03 09:19:43][I][parallel_dims:80] Building 2-D device mesh with ['dp_shard', 'tp'], [4, 2]");
+        assert_eq!(f.world_size().unwrap().0, 8.0);
+        let f = read("Building 1-D device mesh with ['dp_shard'], [8, 2]");
+        assert_eq!(f.world_size(), None, "lists of two lengths say nothing");
     }
 
     #[test]

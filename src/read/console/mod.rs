@@ -186,14 +186,17 @@ fn scan<'t>(
         for line in clean::clean(raw) {
             // A line cleaning left whole is read in place; one it rewrote (colour codes taken out)
             // gives pairs that own their text.
+            let separators = framework.map_or(&[][..], |f| f.separators.as_slice());
             let pairs: Vec<Pair<'t>> = match &line.text {
-                std::borrow::Cow::Borrowed(t) => pairs::pairs(t),
-                std::borrow::Cow::Owned(t) => {
-                    pairs::pairs(t).into_iter().map(Pair::into_owned).collect()
-                }
+                std::borrow::Cow::Borrowed(t) => pairs::pairs_with(t, separators),
+                std::borrow::Cow::Owned(t) => pairs::pairs_with(t, separators)
+                    .into_iter()
+                    .map(Pair::into_owned)
+                    .collect(),
             };
             if let Some(key) = step_key(&pairs, &mut keys, framework) {
-                let eval = is_evaluation(&line.text, &pairs, &mut keys, framework);
+                let eval =
+                    line.evaluation || is_evaluation(&line.text, &pairs, &mut keys, framework);
                 let (mut numbers, mut timed) = (0, false);
                 for p in &pairs {
                     let known = keys.of(p, framework);
@@ -513,7 +516,7 @@ impl FamilyRows {
 struct TemplateOf {
     template: template::Template,
     /// Its skeleton.
-    shape: Vec<u8>,
+    shape: template::Shape,
     family: usize,
     /// Each pair's column in the family.
     columns: Vec<usize>,
@@ -613,6 +616,11 @@ impl<'v> Scanner<'v> {
         }
     }
 
+    /// The framework's own field separators.
+    fn separators(&self) -> &'v [String] {
+        self.framework.map_or(&[], |f| f.separators.as_slice())
+    }
+
     /// Writes the open record's row.
     fn close(&mut self) {
         match self.open.take() {
@@ -670,9 +678,10 @@ impl<'v> Scanner<'v> {
                 for_facts &= keep;
                 continue;
             }
-            let pairs = pairs::pairs(text);
+            let pairs = pairs::pairs_with(text, self.separators());
             if let Some(key) = step_key(&pairs, &mut self.keys, self.framework) {
-                let eval = is_evaluation(text, &pairs, &mut self.keys, self.framework);
+                let eval =
+                    line.evaluation || is_evaluation(text, &pairs, &mut self.keys, self.framework);
                 let (mut numbers, mut timed) = (0, false);
                 for p in &pairs {
                     let known = self.keys.of(p, self.framework);
@@ -739,10 +748,15 @@ impl<'v> Scanner<'v> {
     /// Reads a cleaned line through its skeleton's template: its family and whether its text is still
     /// kept for facts, or `None` where it has no template or the template cannot read it.
     fn fast(&mut self, index: usize, text: &str, line: &clean::Place) -> Option<(usize, bool)> {
+        // A line a tag calls an evaluation's is read the general way (its text may be a training
+        // line's).
+        if line.evaluation {
+            return None;
+        }
         // The last template used first, then the one of the line's skeleton.
         let at = match self
             .last
-            .filter(|t| template::matches(&self.templates[*t].shape, text, &mut self.runs))
+            .filter(|t| self.templates[*t].shape.matches(text, &mut self.runs))
         {
             Some(t) => t,
             None => {
@@ -761,7 +775,7 @@ impl<'v> Scanner<'v> {
         }
         #[cfg(debug_assertions)]
         {
-            let general: Vec<Pair<'static>> = pairs::pairs(text)
+            let general: Vec<Pair<'static>> = pairs::pairs_with(text, self.separators())
                 .into_iter()
                 .map(Pair::into_owned)
                 .collect();
@@ -843,7 +857,7 @@ impl<'v> Scanner<'v> {
             .collect();
         self.templates.push(TemplateOf {
             template,
-            shape: self.shape.clone(),
+            shape: template::Shape::new(&self.shape),
             family,
             columns,
             numbers,

@@ -196,7 +196,7 @@ pub(super) fn leading_number(t: &str) -> Option<(f64, usize)> {
 
 /// The separators between fields: a segment never spans one. `, ` only with a space after it, so
 /// `70,660` stays one number; ` - ` only with spaces both sides, so `-1.5` and `dp-size` stay whole.
-fn segments(line: &str) -> impl Iterator<Item = &str> {
+fn segments<'l>(line: &'l str, extra: &[String]) -> impl Iterator<Item = &'l str> {
     let mut out = Vec::new();
     let b = line.as_bytes();
     let mut start = 0;
@@ -208,12 +208,17 @@ fn segments(line: &str) -> impl Iterator<Item = &str> {
             b')' | b']' => depth = (depth - 1).max(0),
             _ => {}
         }
-        let cut = match b[i] {
+        // A framework's own separators first (Marian's ` : `), outside brackets.
+        let own = (depth == 0)
+            .then(|| extra.iter().find(|s| b[i..].starts_with(s.as_bytes())))
+            .flatten()
+            .map(String::len);
+        let cut = own.or(match b[i] {
             b'|' | b'\t' | b';' => Some(1),
             b',' if depth == 0 && b.get(i + 1).is_some_and(|c| *c == b' ') => Some(2),
             b' ' if b.get(i + 1) == Some(&b'-') && b.get(i + 2) == Some(&b' ') => Some(3),
             _ => None,
-        };
+        });
         if let Some(width) = cut.filter(|_| depth == 0 || b[i] == b'|') {
             out.push(&line[start..i]);
             i += width;
@@ -347,11 +352,13 @@ fn strip_unmatched(word: &str) -> &str {
     }
 }
 
-/// Words that never start a key: a log level, a logger's decoration.
+/// Words that never start a key: a log level, a logger's decoration, a leading `Using`.
 fn is_noise(word: &str) -> bool {
     matches!(
         word.to_ascii_uppercase().as_str(),
         "INFO" | "WARNING" | "WARN" | "DEBUG" | "ERROR" | "CRITICAL" | "TRACE" | "NOTICE"
+            // A sentence's verb: `Using 2 GPUs` names its count `GPUs`.
+            | "USING"
     )
 }
 
@@ -631,6 +638,11 @@ fn clock_seconds(text: &str) -> Option<f64> {
 
 /// The named values of a cleaned line (see [`super::clean`]), in the order written.
 pub fn pairs(line: &str) -> Vec<Pair<'_>> {
+    pairs_with(line, &[])
+}
+
+/// [`pairs`] with a framework's own field separators besides the usual ones.
+pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
     let mut out = Vec::new();
     let mut text = line;
     if let Some(used) = progress_bar(text, &mut out) {
@@ -640,14 +652,14 @@ pub fn pairs(line: &str) -> Vec<Pair<'_>> {
         let before = &text[..open];
         let mut dict = Vec::new();
         if dict_pairs(&text[open..], &mut dict) {
-            for segment in segments(before) {
+            for segment in segments(before, separators) {
                 segment_pairs(segment, &mut out);
             }
             out.extend(dict);
             return out;
         }
     }
-    for segment in segments(text) {
+    for segment in segments(text, separators) {
         segment_pairs(segment, &mut out);
     }
     out

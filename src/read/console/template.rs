@@ -46,42 +46,89 @@ pub fn skeleton(text: &str, shape: &mut Vec<u8>, runs: &mut Vec<(usize, usize)>)
     }
 }
 
-/// Whether `text` has the skeleton `shape` (made by [`skeleton`]); if so its digit runs are in `runs`.
-/// One pass with no hashing: most lines have the skeleton of the line before them.
-pub fn matches(shape: &[u8], text: &str, runs: &mut Vec<(usize, usize)>) -> bool {
-    runs.clear();
-    let b = text.as_bytes();
-    let mut i = 0;
-    for &c in shape {
-        match c {
-            0xFF => {
-                let start = i;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
+/// A skeleton as the parts a line of it is matched against: runs of literal bytes, digits, spaces.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    bytes: Vec<u8>,
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    /// The skeleton's bytes in this range, to be the line's.
+    Literal(usize, usize),
+    Digits,
+    Spaces,
+}
+
+impl Shape {
+    /// The parts of the skeleton `shape` (made by [`skeleton`]).
+    pub fn new(shape: &[u8]) -> Shape {
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < shape.len() {
+            match shape[i] {
+                0xFF => parts.push(Part::Digits),
+                b' ' => parts.push(Part::Spaces),
+                _ => {
+                    let start = i;
+                    while i + 1 < shape.len() && !matches!(shape[i + 1], 0xFF | b' ') {
+                        i += 1;
+                    }
+                    parts.push(Part::Literal(start, i + 1));
                 }
-                if i == start {
-                    return false;
-                }
-                runs.push((start, i));
             }
-            b' ' => {
-                let start = i;
-                while i < b.len() && b[i] == b' ' {
-                    i += 1;
-                }
-                if i == start {
-                    return false;
-                }
-            }
-            c => {
-                if b.get(i) != Some(&c) {
-                    return false;
-                }
-                i += 1;
-            }
+            i += 1;
+        }
+        Shape {
+            bytes: shape.to_vec(),
+            parts,
         }
     }
-    i == b.len()
+
+    /// Whether `text` has this skeleton; if so its digit runs are in `runs`. One pass with no hashing
+    /// or copying: most lines have the skeleton of the line before them.
+    pub fn matches(&self, text: &str, runs: &mut Vec<(usize, usize)>) -> bool {
+        runs.clear();
+        let b = text.as_bytes();
+        let mut i = 0;
+        for part in &self.parts {
+            match *part {
+                Part::Literal(from, to) => {
+                    let literal = &self.bytes[from..to];
+                    let Some(here) = b.get(i..i + literal.len()) else {
+                        return false;
+                    };
+                    // Byte by byte: most literals are a few bytes (`: `, `GiB(`), too short for a
+                    // call to memcmp to pay.
+                    if here.iter().zip(literal).any(|(x, y)| x != y) {
+                        return false;
+                    }
+                    i += literal.len();
+                }
+                Part::Digits => {
+                    let start = i;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    if i == start {
+                        return false;
+                    }
+                    runs.push((start, i));
+                }
+                Part::Spaces => {
+                    let start = i;
+                    while i < b.len() && b[i] == b' ' {
+                        i += 1;
+                    }
+                    if i == start {
+                        return false;
+                    }
+                }
+            }
+        }
+        i == b.len()
+    }
 }
 
 /// A number read through a template: its value and the total of an `N/M` counter (`None` for a pair
@@ -313,7 +360,7 @@ mod tests {
         skeleton(next, &mut shape, &mut runs);
         assert_eq!(shape, first_shape, "one skeleton");
         let mut matched = Vec::new();
-        assert!(matches(&first_shape, next, &mut matched));
+        assert!(Shape::new(&first_shape).matches(next, &mut matched));
         assert_eq!(matched, runs);
         let mut values = Vec::new();
         template
@@ -418,11 +465,11 @@ mod tests {
             let mut own = Vec::new();
             skeleton(other, &mut own, &mut Vec::new());
             assert_eq!(
-                matches(&shape, other, &mut matched),
+                Shape::new(&shape).matches(other, &mut matched),
                 own == shape,
                 "{other}"
             );
         }
-        assert!(matches(&shape, "step: 123  loss: 0.25", &mut runs));
+        assert!(Shape::new(&shape).matches("step: 123  loss: 0.25", &mut runs));
     }
 }

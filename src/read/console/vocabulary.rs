@@ -85,6 +85,9 @@ pub struct Framework {
     pub facts: HashMap<String, Fact>,
     #[serde(default)]
     pub notes: Option<String>,
+    /// Texts that separate fields in its lines besides the ones every log uses (Marian's ` : `).
+    #[serde(default)]
+    pub separators: Vec<String>,
 }
 
 /// The vocabulary, keyed by normalised name.
