@@ -271,12 +271,16 @@ struct Building {
     whole: bool,
     /// The unit written against its first number.
     unit: String,
+    /// Whether an `N/M` value gives its `M` (a framework's `totals`).
+    total: bool,
 }
 
 /// One family's rows as they are read, and what choosing among families and cleaning up after need.
 #[derive(Debug)]
 struct FamilyRows {
     family: (String, bool),
+    /// The framework's keys whose `N/M` value gives its `M`.
+    totals: Vec<String>,
     timed: bool,
     /// Rows by rank, all, and those with a number besides the step (which rank the family).
     rows_by_rank: FastMap<Option<u32>, (usize, usize)>,
@@ -295,9 +299,10 @@ struct FamilyRows {
 }
 
 impl FamilyRows {
-    fn new(family: (String, bool)) -> FamilyRows {
+    fn new(family: (String, bool), totals: Vec<String>) -> FamilyRows {
         FamilyRows {
             family,
+            totals,
             timed: false,
             rows_by_rank: FastMap::default(),
             names: Vec::new(),
@@ -359,9 +364,11 @@ impl FamilyRows {
             Some(c) => *c,
             None => {
                 self.names.push(name.clone());
+                let total = self.totals.contains(&normalise(key));
                 self.columns.push(Building {
                     numbers: vec![None; row + 1],
                     whole: true,
+                    total,
                     ..Building::default()
                 });
                 self.at.insert(name, self.columns.len() - 1);
@@ -387,8 +394,12 @@ impl FamilyRows {
         }
         building.written = Some(row);
         match value {
-            Value::Number { value, unit, .. } => {
-                let value = new.map_or(*value, |(v, _)| v);
+            Value::Number { value, unit, total } => {
+                let (value, total) = new.unwrap_or((*value, *total));
+                let value = match total {
+                    Some(t) if building.total => t,
+                    _ => value,
+                };
                 let v = value * scale(unit).unwrap_or(1.0);
                 if !building.any_number {
                     building.unit = unit.to_string();
@@ -609,7 +620,8 @@ impl<'v> Scanner<'v> {
         match self.families.iter().position(|f| f.family == *family) {
             Some(i) => i,
             None => {
-                self.families.push(FamilyRows::new(family.clone()));
+                let totals = self.framework.map(|f| f.totals.clone()).unwrap_or_default();
+                self.families.push(FamilyRows::new(family.clone(), totals));
                 self.family_lines.push(0);
                 self.families.len() - 1
             }
@@ -1460,6 +1472,29 @@ pub fn read(
             Some((
                 format!("'{r}' x {w} devices x '{tc}'", r = table.names[r]),
                 Box::new(move |tb, row| Some(tb.number(r, row)? * w * seconds(tb, time, row)?)),
+            ))
+        } else if let (Some(r), None, Some(e), Some(st)) = (
+            first(Role::TokensPerSecond),
+            time_column.clone(),
+            elapsed.clone(),
+            first(Role::Step),
+        ) {
+            // A rate and a running total of time (OpenNMT's `tok/s` and `512 sec`): a step's tokens
+            // are the rate over the time since the line before, per step between the two lines.
+            let (r, time, st) = (index(&table, &r), time_of(&table, &e), index(&table, &st));
+            Some((
+                format!(
+                    "'{r}' x the time a step since the line before ('{e}' and '{st}' differenced)",
+                    r = table.names[r],
+                    st = table.names[st]
+                ),
+                Box::new(move |tb, row| {
+                    let before = row.checked_sub(1)?;
+                    let seconds = (tb.number(time.0, row)? - tb.number(time.0, before)?) * time.1;
+                    let steps = tb.number(st, row)? - tb.number(st, before)?;
+                    (seconds > 0.0 && steps > 0.0).then_some(())?;
+                    Some(tb.number(r, row)? * seconds / steps)
+                }),
             ))
         } else if let (Some(r), Some(tc), Some(s)) =
             (first(Role::SamplesPerSecond), time_column.clone(), seq)

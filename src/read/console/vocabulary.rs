@@ -88,6 +88,10 @@ pub struct Framework {
     /// Texts that separate fields in its lines besides the ones every log uses (Marian's ` : `).
     #[serde(default)]
     pub separators: Vec<String>,
+    /// Keys (normalised) whose `N/M` value is read as its second number (OpenNMT's `src/tgt tok/s`:
+    /// the target's rate).
+    #[serde(default)]
+    pub totals: Vec<String>,
 }
 
 /// The vocabulary, keyed by normalised name.
