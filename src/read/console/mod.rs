@@ -294,6 +294,8 @@ struct FamilyRows {
     wall_times: Vec<Option<f64>>,
     /// A digest of each rank's previous row: a line repeated verbatim is one step.
     previous: FastMap<Option<u32>, u64>,
+    /// Each rank's first row and its digest (a block's first row may repeat the block before's last).
+    first: FastMap<Option<u32>, (usize, u64)>,
     repeats: usize,
     words_among_numbers: usize,
 }
@@ -314,6 +316,7 @@ impl FamilyRows {
             sizes: Vec::new(),
             wall_times: Vec::new(),
             previous: FastMap::default(),
+            first: FastMap::default(),
             repeats: 0,
             words_among_numbers: 0,
         }
@@ -344,6 +347,7 @@ impl FamilyRows {
             return None;
         }
         let row = self.height();
+        self.first.entry(rank).or_insert((row, digest));
         self.lines.push(line);
         self.ranks.push(rank);
         self.sizes.push(size);
@@ -453,6 +457,103 @@ impl FamilyRows {
         }
     }
 
+    /// Adds the rows `later` read from the block after this family's (its lines numbered from
+    /// `offset`), as one pass over both blocks would have: a first row repeating this family's last
+    /// row of its rank is a repeat, and a key keeps the column it has here.
+    fn append(&mut self, mut later: FamilyRows, offset: usize) {
+        let mut drop_first = vec![true; later.height()];
+        let mut repeats = 0;
+        for (rank, (row, digest)) in &later.first {
+            if self.previous.get(rank) == Some(digest) {
+                drop_first[*row] = false;
+                repeats += 1;
+            }
+        }
+        if repeats > 0 {
+            later.retain(&drop_first);
+        }
+        self.repeats += later.repeats + repeats;
+        self.words_among_numbers += later.words_among_numbers;
+        self.timed |= later.timed;
+        for (rank, (all, with_numbers)) in &later.rows_by_rank {
+            let counts = self.rows_by_rank.entry(*rank).or_default();
+            counts.0 += all;
+            counts.1 += with_numbers;
+        }
+        for (rank, digest) in later.previous.drain() {
+            self.previous.insert(rank, digest);
+        }
+        let (height, added) = (self.height(), later.height());
+        // Each of the later block's columns: the one its keys have here, else the one of its name,
+        // else a new one.
+        let mut target = vec![None; later.columns.len()];
+        let mut keys: Vec<(&String, &usize)> = later.column_of.iter().collect();
+        keys.sort();
+        for (key, column) in &keys {
+            if target[**column].is_none() {
+                target[**column] = self.column_of.get(*key).copied();
+            }
+        }
+        for (c, name) in later.names.iter().enumerate() {
+            if target[c].is_none() {
+                target[c] = Some(match self.at.get(name) {
+                    Some(here) => *here,
+                    None => {
+                        self.names.push(name.clone());
+                        self.columns.push(Building {
+                            numbers: vec![None; height],
+                            whole: true,
+                            total: later.columns[c].total,
+                            ..Building::default()
+                        });
+                        self.at.insert(name.clone(), self.columns.len() - 1);
+                        self.columns.len() - 1
+                    }
+                });
+            }
+        }
+        for (key, column) in keys {
+            if let Some(t) = target[*column] {
+                self.column_of.entry(key.clone()).or_insert(t);
+            }
+        }
+        let mut filled = vec![false; self.columns.len()];
+        for (c, building) in later.columns.into_iter().enumerate() {
+            let Some(t) = target[c] else { continue };
+            let here = &mut self.columns[t];
+            if filled[t] {
+                // Two of the later block's columns in one here: the first value of a row wins.
+                for (row, value) in building.numbers.into_iter().enumerate() {
+                    let cell = &mut here.numbers[height + row];
+                    if cell.is_none() {
+                        *cell = value;
+                    }
+                }
+            } else {
+                here.numbers.extend(building.numbers);
+                filled[t] = true;
+            }
+            if !here.any_number && building.any_number {
+                here.unit = building.unit;
+            }
+            here.any_number |= building.any_number;
+            here.whole &= building.whole;
+            here.words
+                .extend(building.words.into_iter().map(|(row, w)| (height + row, w)));
+            here.written = None;
+        }
+        for (t, column) in self.columns.iter_mut().enumerate() {
+            if !filled[t] {
+                column.numbers.resize(height + added, None);
+            }
+        }
+        self.lines
+            .extend(later.lines.into_iter().map(|l| l + offset));
+        self.ranks.extend(later.ranks);
+        self.sizes.extend(later.sizes);
+        self.wall_times.extend(later.wall_times);
+    }
+
     /// Keeps the rows `keep` says.
     fn retain(&mut self, keep: &[bool]) {
         fn filter<T>(values: &mut Vec<T>, keep: &[bool]) {
@@ -556,10 +657,18 @@ enum Open {
 /// end), up to [`FACT_BYTES`] in all.
 #[derive(Default)]
 struct FactLines {
-    lines: Vec<(usize, Option<usize>, Box<str>)>,
+    lines: Vec<FactLine>,
     bytes: usize,
     /// Lines not kept once the bytes were spent.
     dropped: usize,
+}
+
+/// A line kept for the facts reader: its index, the training lines it holds (each family and the
+/// line's place among the family's lines), its text.
+struct FactLine {
+    index: usize,
+    families: Vec<(usize, usize)>,
+    raw: Box<str>,
 }
 
 const FACT_LINES_PER_FAMILY: usize = 256;
@@ -584,6 +693,7 @@ struct Scanner<'v> {
     spare: Vec<Vec<template::Read>>,
     open: Option<Open>,
     cleaner: clean::Cleaner,
+    training: Vec<(usize, usize)>,
     lines: usize,
     facts: FactLines,
     /// Lines longer than [`LONGEST_LINE`], not read.
@@ -609,6 +719,7 @@ impl<'v> Scanner<'v> {
             spare: Vec::new(),
             open: None,
             cleaner: clean::Cleaner::default(),
+            training: Vec::new(),
             lines: 0,
             facts: FactLines::default(),
             too_long: 0,
@@ -649,17 +760,17 @@ impl<'v> Scanner<'v> {
         }
     }
 
-    /// Counts a training line of `family` and `rank`; whether its text is still kept for facts.
-    fn count(&mut self, family: usize, rank: Option<u32>) -> bool {
+    /// Counts a training line of `family` and `rank`: its place among the family's lines.
+    fn count(&mut self, family: usize, rank: Option<u32>) -> usize {
         if let Some(rank) = rank {
             *self.by_rank.entry(rank).or_default() += 1;
         }
         self.family_lines[family] += 1;
-        self.family_lines[family] <= FACT_LINES_PER_FAMILY
+        self.family_lines[family] - 1
     }
 
-    fn keep_for_facts(&mut self, index: usize, family: Option<usize>, raw: &str) {
-        if raw.len() > 64 * 1024 {
+    fn keep_for_facts(&mut self, index: usize, families: &[(usize, usize)], raw: &str) {
+        if raw.len() > 64 * 1024 || families.iter().any(|(_, at)| *at >= FACT_LINES_PER_FAMILY) {
             return;
         }
         if self.facts.bytes + raw.len() > FACT_BYTES {
@@ -667,7 +778,11 @@ impl<'v> Scanner<'v> {
             return;
         }
         self.facts.bytes += raw.len();
-        self.facts.lines.push((index, family, raw.into()));
+        self.facts.lines.push(FactLine {
+            index,
+            families: families.to_vec(),
+            raw: raw.into(),
+        });
     }
 
     /// Reads the line at `index` (from 0).
@@ -678,16 +793,15 @@ impl<'v> Scanner<'v> {
             self.close();
             return;
         }
-        // The family of the first training line the raw line holds, for the facts reader.
-        let mut training: Option<usize> = None;
-        let mut for_facts = true;
+        // The training lines the raw line holds (family, place in it), for the facts reader.
+        let mut training = std::mem::take(&mut self.training);
+        training.clear();
         let mut cleaner = std::mem::take(&mut self.cleaner);
         cleaner.clean(raw);
         for line in &cleaner.places {
             let text = cleaner.text(raw, line);
-            if let Some((family, keep)) = self.fast(index, text, line) {
-                training = training.or(Some(family));
-                for_facts &= keep;
+            if let Some(counted) = self.fast(index, text, line) {
+                training.push(counted);
                 continue;
             }
             let pairs = pairs::pairs_with(text, self.separators());
@@ -701,8 +815,7 @@ impl<'v> Scanner<'v> {
                     timed |= known.timed;
                 }
                 let family = self.family(&(key, eval));
-                training = training.or(Some(family));
-                for_facts &= self.count(family, line.rank);
+                training.push((family, self.count(family, line.rank)));
                 self.close();
                 self.learn(text, &pairs, family, numbers, timed);
                 let record = Record {
@@ -752,14 +865,13 @@ impl<'v> Scanner<'v> {
             }
         }
         self.cleaner = cleaner;
-        if for_facts {
-            self.keep_for_facts(index, training, raw);
-        }
+        self.keep_for_facts(index, &training, raw);
+        self.training = training;
     }
 
-    /// Reads a cleaned line through its skeleton's template: its family and whether its text is still
-    /// kept for facts, or `None` where it has no template or the template cannot read it.
-    fn fast(&mut self, index: usize, text: &str, line: &clean::Place) -> Option<(usize, bool)> {
+    /// Reads a cleaned line through its skeleton's template: its family and its place among the
+    /// family's lines, or `None` where it has no template or the template cannot read it.
+    fn fast(&mut self, index: usize, text: &str, line: &clean::Place) -> Option<(usize, usize)> {
         // A line a tag calls an evaluation's is read the general way (its text may be a training
         // line's).
         if line.evaluation {
@@ -818,7 +930,7 @@ impl<'v> Scanner<'v> {
             debug_assert!(same, "a template read {:?} otherwise than the general path: {read:?} against {general:?}", text);
         }
         let family = self.templates[at].family;
-        let keep = self.count(family, line.rank);
+        let place = self.count(family, line.rank);
         self.close();
         self.open = Some(Open::Fast(FastRecord {
             template: at,
@@ -828,7 +940,7 @@ impl<'v> Scanner<'v> {
             rank: line.rank,
             values,
         }));
-        Some((family, keep))
+        Some((family, place))
     }
 
     /// Makes the template of a training line's skeleton (read the general way) once its family has
@@ -1019,6 +1131,116 @@ fn scale(unit: &str) -> Option<f64> {
     }
 }
 
+/// What the blocks of a log gave, put together in order as one pass over the whole log would have.
+#[derive(Default)]
+struct Merged {
+    families: Vec<FamilyRows>,
+    family_lines: Vec<usize>,
+    by_rank: HashMap<u32, usize>,
+    facts: FactLines,
+    lines: usize,
+    too_long: usize,
+}
+
+impl Merged {
+    /// Adds the next block's pass.
+    fn absorb(&mut self, block: Scanner<'_>) {
+        let offset = self.lines;
+        let lines_before = self.family_lines.clone();
+        // Each of the block's families here.
+        let mut here = Vec::with_capacity(block.families.len());
+        for (family, lines) in block.families.into_iter().zip(block.family_lines) {
+            match self.families.iter().position(|f| f.family == family.family) {
+                Some(i) => {
+                    self.families[i].append(family, offset);
+                    self.family_lines[i] += lines;
+                    here.push(i);
+                }
+                None => {
+                    let mut family = family;
+                    for line in &mut family.lines {
+                        *line += offset;
+                    }
+                    self.families.push(family);
+                    self.family_lines.push(lines);
+                    here.push(self.families.len() - 1);
+                }
+            }
+        }
+        for (rank, n) in block.by_rank {
+            *self.by_rank.entry(rank).or_default() += n;
+        }
+        // The block kept each family's first lines for facts; the whole log keeps its first.
+        self.facts.dropped += block.facts.dropped;
+        for line in block.facts.lines {
+            let families: Vec<(usize, usize)> = line
+                .families
+                .iter()
+                .map(|(f, at)| {
+                    (
+                        here[*f],
+                        lines_before.get(here[*f]).copied().unwrap_or(0) + at,
+                    )
+                })
+                .collect();
+            if families.iter().any(|(_, at)| *at >= FACT_LINES_PER_FAMILY) {
+                continue;
+            }
+            if self.facts.bytes + line.raw.len() > FACT_BYTES {
+                self.facts.dropped += 1;
+                continue;
+            }
+            self.facts.bytes += line.raw.len();
+            self.facts.lines.push(FactLine {
+                index: line.index + offset,
+                families,
+                raw: line.raw,
+            });
+        }
+        self.lines += block.lines;
+        self.too_long += block.too_long;
+    }
+}
+
+/// One pass over a block of whole lines (each ended by `\n`).
+fn scan_block<'v>(framework: Option<&'v Framework>, block: &[u8]) -> Scanner<'v> {
+    let mut scanner = Scanner::new(framework);
+    let mut index = 0;
+    let mut at = 0;
+    while at < block.len() {
+        let end = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |p| at + p);
+        let raw = &block[at..end];
+        match std::str::from_utf8(raw) {
+            Ok(text) => scanner.line(index, text),
+            Err(_) => scanner.line(index, &String::from_utf8_lossy(raw)),
+        }
+        index += 1;
+        at = end + 1;
+    }
+    scanner.close();
+    scanner.lines = index;
+    scanner
+}
+
+/// Lines gathered into blocks of about [`BLOCK`] bytes, each ending before a line that starts a record
+/// (not indented), so that no record spans two blocks; the cut depends on the log alone.
+struct Blocks {
+    size: usize,
+    current: Vec<u8>,
+    ready: Vec<Vec<u8>>,
+}
+
+impl Blocks {
+    fn push(&mut self, raw: &[u8]) {
+        let starts_record = !raw.starts_with(b" ") && !raw.starts_with(b"\t");
+        if self.current.len() >= self.size && starts_record {
+            self.ready.push(std::mem::take(&mut self.current));
+        }
+        self.current.extend_from_slice(raw);
+        self.current.push(b'\n');
+    }
+}
+
 /// A log's lines as they are read from a source, a block at a time: memory stays bounded whatever
 /// the log's size (a line longer than [`LONGEST_LINE`] is handed on cut, and its rest skipped).
 struct Lines<'s> {
@@ -1128,29 +1350,65 @@ pub fn read(
     beside: &[(String, String)],
     given: Given,
 ) -> Result<ConsoleRead, String> {
+    read_in_blocks(source, framework, beside, given, BLOCK)
+}
+
+/// [`read`] with the log cut into blocks of about `block` bytes (the tests cut small ones, to hold the
+/// blocks' merge to one pass).
+fn read_in_blocks(
+    source: &mut dyn std::io::Read,
+    framework: Option<&str>,
+    beside: &[(String, String)],
+    given: Given,
+    block: usize,
+) -> Result<ConsoleRead, String> {
     let vocab = vocabulary();
     let mut lines = Lines::new(source);
     let head = lines.head().map_err(|e| e.to_string())?;
     let framework = framework
         .and_then(|name| vocab.framework(name))
         .or_else(|| vocab.framework_of(&String::from_utf8_lossy(head)));
-    // One pass: every training line goes to its family's rows, the others to the facts reader.
-    let mut scanner = Scanner::new(framework);
+    // One pass: every training line goes to its family's rows, the others to the facts reader. The
+    // log's blocks are read by as many threads as there are (a batch of blocks at a time, so memory
+    // stays bounded) and put together in order: the same rows whatever the thread count.
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let mut merged = Merged::default();
+    let mut blocks = Blocks {
+        size: block,
+        current: Vec::new(),
+        ready: Vec::new(),
+    };
+    let read_batch = |batch: Vec<Vec<u8>>, merged: &mut Merged| {
+        let scanned: Vec<Scanner<'_>> = batch
+            .par_iter()
+            .map(|block| scan_block(framework, block))
+            .collect();
+        for scanner in scanned {
+            merged.absorb(scanner);
+        }
+    };
     let ends_with_newline = lines
-        .each(|index, raw| match std::str::from_utf8(raw) {
-            Ok(text) => scanner.line(index, text),
-            Err(_) => scanner.line(index, &String::from_utf8_lossy(raw)),
+        .each(|_, raw| {
+            blocks.push(raw);
+            if blocks.ready.len() >= threads {
+                read_batch(std::mem::take(&mut blocks.ready), &mut merged);
+            }
         })
         .map_err(|e| e.to_string())?;
-    scanner.close();
-    let Scanner {
+    let mut last = std::mem::take(&mut blocks.ready);
+    if !blocks.current.is_empty() {
+        last.push(std::mem::take(&mut blocks.current));
+    }
+    read_batch(last, &mut merged);
+    let Merged {
         mut families,
         by_rank,
         facts: fact_lines,
         lines: total_lines,
         too_long,
         ..
-    } = scanner;
+    } = merged;
     // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
     let rank = (by_rank.len() > 1).then(|| {
         by_rank
@@ -1277,8 +1535,13 @@ pub fn read(
     let mut config = facts::ConfigFacts::of(framework);
     // Every line but the training lines that give the rows.
     let mut other_text = String::new();
-    for (index, family, raw) in &fact_lines.lines {
-        if *family != Some(chosen) {
+    for FactLine {
+        index,
+        families: training,
+        raw,
+    } in &fact_lines.lines
+    {
+        if !training.iter().any(|(f, _)| *f == chosen) {
             config.read_line(raw, &format!("line {}", index + 1));
             other_text.push_str(raw);
             other_text.push('\n');
@@ -1652,6 +1915,43 @@ mod tests {
     }
 
     #[test]
+    fn the_corpus_reads_the_same_in_blocks_of_any_size() {
+        // Each real log of tests/data/logs in one block, and cut into blocks of one line and of 4 KiB,
+        // read apart and put together: the same rows, notes, warnings and facts.
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+        let mut logs: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        assert!(logs.len() >= 30);
+        for log in logs {
+            let bytes = std::fs::read(&log).unwrap();
+            let whole = read_in_blocks(&mut &bytes[..], None, &[], Given::default(), usize::MAX);
+            for block in [1, 4096] {
+                let cut = read_in_blocks(&mut &bytes[..], None, &[], Given::default(), block);
+                match (&whole, &cut) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.table, b.table, "{} in blocks of {block}", log.display());
+                        assert_eq!(a.notes, b.notes, "{} in blocks of {block}", log.display());
+                        assert_eq!(
+                            a.warnings,
+                            b.warnings,
+                            "{} in blocks of {block}",
+                            log.display()
+                        );
+                        assert_eq!(a.facts, b.facts, "{} in blocks of {block}", log.display());
+                        assert_eq!(a.hints, b.hints, "{} in blocks of {block}", log.display());
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a, b),
+                    _ => panic!("{}: one way read, the other not", log.display()),
+                }
+            }
+        }
+    }
+
+    #[test]
     fn lines_longer_than_a_mebibyte_are_counted_not_read_however_the_source_hands_them_over() {
         let step = |i: u32| format!("step: {i}  loss: 2.5  step_time: 0.5s\r\n");
         let mut log = String::new();
@@ -1721,10 +2021,17 @@ mod tests {
                 log.push('\n');
             }
             let read = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
-            // A source that hands over a few bytes at a time reads the same.
+            // A source that hands over a few bytes at a time reads the same, and so does the log cut
+            // into blocks of a few lines, read apart and put together.
             let trickled = super::read(&mut Trickle(log.as_bytes(), 7), None, &[], Given::default()).unwrap();
             proptest::prop_assert_eq!(&trickled.table, &read.table);
             proptest::prop_assert_eq!(&trickled.notes, &read.notes);
+            for block in [1, 100] {
+                let blocks = read_in_blocks(&mut log.as_bytes(), None, &[], Given::default(), block).unwrap();
+                proptest::prop_assert_eq!(&blocks.table, &read.table);
+                proptest::prop_assert_eq!(&blocks.notes, &read.notes);
+                proptest::prop_assert_eq!(&blocks.facts, &read.facts);
+            }
             proptest::prop_assert_eq!(read.table.height, values.len(), "{}", layout);
             let step = if layout == "megatron-bars" { "iteration" } else { "step" };
             for (i, row) in values.iter().enumerate() {
