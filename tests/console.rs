@@ -220,3 +220,43 @@ fn a_log_larger_than_its_detected_head_streams_to_what_it_reads_whole() {
     assert_eq!(rows.len(), step as usize);
     assert_eq!(rows[rows.len() - 1]["step"], step.to_string());
 }
+
+#[test]
+fn a_console_log_on_standard_input_reads_with_its_shape_named() {
+    // A log piped in (`kubectl logs POD | mfu enrich - --shape console`) reads as the file does.
+    let wd = Workdir::new("console_stdin");
+    let log = logs().join("torchtitan__qiu023-rtx5090-llama3-150m.log");
+    let flags = ["--flops-per-token", "1270480896", "--dtype", "bf16"];
+    let from_file = wd
+        .mfu()
+        .arg("enrich")
+        .arg(&log)
+        .args(["-o", "-"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(from_file.status.success());
+    let piped = wd
+        .mfu()
+        .args(["enrich", "-", "-o", "-", "--shape", "console"])
+        .args(flags)
+        .write_stdin(std::fs::read(&log).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert_eq!(piped.stdout, from_file.stdout);
+    // Without a shape, standard input says what it needs.
+    let unnamed = wd
+        .mfu()
+        .args(["enrich", "-", "-o", "-"])
+        .write_stdin("step: 1 loss: 2\n")
+        .output()
+        .unwrap();
+    assert!(!unnamed.status.success());
+    let err = String::from_utf8_lossy(&unnamed.stderr);
+    assert!(err.contains("--shape console"), "{err}");
+}

@@ -30,8 +30,10 @@ pub struct SourceArgs {
 
     /// Read inputs as this trainer layout instead of recognising it from content: table, hf-trainer-state,
     /// llamafactory, lightning, tensorboard, megatron, text, modded-nanogpt, nanogpt, megatron-log,
-    /// ms-swift, tensorboard-events, mlflow, wandb, torchtitan, dvclive, olmo. A file not named like a table (.log, .txt, .out, no extension) is searched through for a preset's
-    /// lines.
+    /// ms-swift, tensorboard-events, mlflow, wandb, torchtitan, dvclive, olmo, console (the general
+    /// reader, for any console log). A file not named like a table (.log, .txt, .out, no extension) is
+    /// searched through for a preset's lines. Standard input (`-`) needs it, or --input-format:
+    /// `kubectl logs POD | mfu enrich - --shape console -o out.parquet`.
     #[arg(long, value_name = "SHAPE")]
     pub shape: Option<Shape>,
 

@@ -158,7 +158,7 @@ impl Options {
 pub enum PipelineError {
     #[error(transparent)]
     Inputs(#[from] InputError),
-    #[error("reading standard input needs --input-format jsonl|csv|tsv|parquet")]
+    #[error("reading standard input needs --input-format jsonl|csv|tsv|parquet for a table, or --shape for a trainer's log (--shape console for any console log)")]
     StdinNeedsFormat,
     #[error("{path}: {message}")]
     Metadata { path: String, message: String },
@@ -420,7 +420,12 @@ impl Plan {
             inputs = group_event_files(inputs);
         }
         name_staged(&mut inputs, &staged);
-        if inputs.iter().any(|i| i.path.is_none()) && options.input_format.is_none() {
+        // Standard input has no name to tell a table's format by; a trainer's log says its shape.
+        if inputs.iter().any(|i| i.path.is_none())
+            && options.input_format.is_none()
+            && options.shape.is_none()
+            && options.line_regex.is_none()
+        {
             return Err(PipelineError::StdinNeedsFormat);
         }
         let enrich = options.enrich_options()?;

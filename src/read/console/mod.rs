@@ -1353,9 +1353,10 @@ pub fn read(
     read_in_blocks(source, framework, beside, given, BLOCK)
 }
 
-/// [`read`] with the log cut into blocks of about `block` bytes (the tests cut small ones, to hold the
-/// blocks' merge to one pass).
-fn read_in_blocks(
+/// [`read`] with the log cut into blocks of about `block` bytes (the tests and the `console_lines` fuzz
+/// target cut small ones, to hold the blocks' merge to one pass).
+#[doc(hidden)]
+pub fn read_in_blocks(
     source: &mut dyn std::io::Read,
     framework: Option<&str>,
     beside: &[(String, String)],
