@@ -249,6 +249,22 @@ fn a_console_log_on_standard_input_reads_with_its_shape_named() {
         String::from_utf8_lossy(&piped.stderr)
     );
     assert_eq!(piped.stdout, from_file.stdout);
+    // Compressed, it streams through the decompressor.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &std::fs::read(&log).unwrap()).unwrap();
+    let piped_gz = wd
+        .mfu()
+        .args(["enrich", "-", "-o", "-", "--shape", "console"])
+        .args(flags)
+        .write_stdin(gz.finish().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        piped_gz.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped_gz.stderr)
+    );
+    assert_eq!(piped_gz.stdout, from_file.stdout);
     // Without a shape, standard input says what it needs.
     let unnamed = wd
         .mfu()

@@ -445,7 +445,7 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
 /// for any other input, which is read whole.
 fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOutcome>, ReadError> {
     let Some(path) = input.path.as_deref() else {
-        return Ok(None);
+        return stream_console_stdin(input, options);
     };
     let detect = shapes::DETECT_BYTES as u64;
     match std::fs::metadata(path) {
@@ -497,6 +497,64 @@ fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOut
         held,
         facts,
         model,
+        recorded: None,
+        hints: shaped.hints,
+    }))
+}
+
+/// A source that counts the bytes read from it.
+struct Counted<'r> {
+    inner: &'r mut dyn Read,
+    bytes: u64,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// A console log on standard input whose shape was named (`--shape console`), read as it streams
+/// (decompressed where it is gzip or zstd), so a log piped in is never held whole.
+fn stream_console_stdin(
+    input: &Input,
+    options: &ReadOptions,
+) -> Result<Option<ReadOutcome>, ReadError> {
+    let shape = match options.shape {
+        Some(s @ (Shape::Console | Shape::Torchtitan)) if options.line_regex.is_none() => s,
+        _ => return Ok(None),
+    };
+    let io_error = io_error_of(input);
+    let mut raw: Box<dyn BufRead + Send> =
+        Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
+    let mut source: Box<dyn Read + Send> =
+        match Compression::sniff(raw.fill_buf().map_err(io_error)?) {
+            Some(c) => c.decoder(raw).map_err(|source| ReadError::Decompress {
+                input: input.display.clone(),
+                compression: c.name(),
+                source,
+            })?,
+            None => raw,
+        };
+    let mut counted = Counted {
+        inner: &mut source,
+        bytes: 0,
+    };
+    let shaped = read_console(input, shape, &mut counted, options.given)
+        .map_err(shape_error_of(input, shape))?;
+    Ok(Some(ReadOutcome {
+        frame: shaped.frame,
+        shape,
+        notes: shaped.notes,
+        warnings: shaped.warnings,
+        torn: None,
+        rejects: Vec::new(),
+        bytes: counted.bytes,
+        held: Held::none(),
+        facts: shaped.facts,
+        model: shaped.model,
         recorded: None,
         hints: shaped.hints,
     }))
