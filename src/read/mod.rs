@@ -504,7 +504,7 @@ fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOut
 
 /// A source that counts the bytes read from it.
 struct Counted<'r> {
-    inner: &'r mut dyn Read,
+    inner: &'r mut (dyn Read + Send),
     bytes: u64,
 }
 
@@ -752,7 +752,7 @@ const CONFIG_BESIDE: [&str; 9] = [
 fn read_console(
     input: &Input,
     shape: Shape,
-    source: &mut dyn Read,
+    source: &mut (dyn Read + Send),
     given: console::Given,
 ) -> Result<shapes::ShapedFrame, String> {
     let mut beside = Vec::new();

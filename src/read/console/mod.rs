@@ -1222,112 +1222,147 @@ fn scan_block<'v>(framework: Option<&'v Framework>, block: &[u8]) -> Scanner<'v>
     scanner
 }
 
-/// Lines gathered into blocks of about [`BLOCK`] bytes, each ending before a line that starts a record
-/// (not indented), so that no record spans two blocks; the cut depends on the log alone.
-struct Blocks {
-    size: usize,
-    current: Vec<u8>,
-    ready: Vec<Vec<u8>>,
+/// A source whose lines longer than [`LONGEST_LINE`] are cut to one byte more than that (the rest of the
+/// line dropped as it is read): a block of lines stays bounded whatever the log holds, and the cut line,
+/// longer than any training line, is counted where it is read.
+struct Truncating<'s> {
+    source: &'s mut (dyn std::io::Read + Send),
+    /// The bytes of the current line seen so far.
+    line: usize,
 }
 
-impl Blocks {
-    fn push(&mut self, raw: &[u8]) {
-        let starts_record = !raw.starts_with(b" ") && !raw.starts_with(b"\t");
-        if self.current.len() >= self.size && starts_record {
-            self.ready.push(std::mem::take(&mut self.current));
+impl std::io::Read for Truncating<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.source.read(buf)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            let (mut from, mut to) = (0, 0);
+            while from < n {
+                let (end, newline) = match memchr::memchr(b'\n', &buf[from..n]) {
+                    Some(p) => (from + p, true),
+                    None => (n, false),
+                };
+                let keep = (end - from).min((LONGEST_LINE + 1).saturating_sub(self.line));
+                if to != from {
+                    buf.copy_within(from..from + keep, to);
+                }
+                to += keep;
+                self.line = self.line.saturating_add(end - from);
+                if newline {
+                    buf[to] = b'\n';
+                    to += 1;
+                    self.line = 0;
+                }
+                from = end + usize::from(newline);
+            }
+            if to > 0 {
+                return Ok(to);
+            }
+            // All of it was the dropped rest of a long line: read on.
         }
-        self.current.extend_from_slice(raw);
-        self.current.push(b'\n');
     }
 }
 
-/// A log's lines as they are read from a source, a block at a time: memory stays bounded whatever
-/// the log's size (a line longer than [`LONGEST_LINE`] is handed on cut, and its rest skipped).
-struct Lines<'s> {
-    source: &'s mut dyn std::io::Read,
+/// A log read from a source in blocks of whole lines, each of about `size` bytes and ending before a
+/// line that starts a record (not indented), so that no record spans two blocks; where a block ends
+/// depends on the log alone, not on how the source hands its bytes over.
+struct BlockReader<'s> {
+    source: Truncating<'s>,
+    size: usize,
     buffer: Vec<u8>,
-    filled: usize,
     eof: bool,
+    /// The log's last byte.
+    last: Option<u8>,
 }
 
-/// Bytes read at once, and the head a framework is told from.
+/// Bytes read from the source at once.
+const READ_BYTES: usize = 1 << 20;
+
+/// Bytes of a block of lines, and of the head a framework is told from.
 const BLOCK: usize = 4 << 20;
 
-impl<'s> Lines<'s> {
-    fn new(source: &'s mut dyn std::io::Read) -> Self {
-        Lines {
-            source,
+impl<'s> BlockReader<'s> {
+    fn new(source: &'s mut (dyn std::io::Read + Send), size: usize) -> Self {
+        BlockReader {
+            source: Truncating { source, line: 0 },
+            size,
             buffer: Vec::new(),
-            filled: 0,
             eof: false,
+            last: None,
         }
     }
 
-    /// Reads more of the source into the buffer (up to a block more).
+    /// Reads up to [`READ_BYTES`] more.
     fn fill(&mut self) -> std::io::Result<()> {
-        if self.buffer.len() < self.filled + BLOCK {
-            self.buffer.resize(self.filled + BLOCK, 0);
-        }
-        loop {
-            match self.source.read(&mut self.buffer[self.filled..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(());
-                }
-                Ok(n) => {
-                    self.filled += n;
-                    return Ok(());
-                }
+        use std::io::Read;
+        let filled = self.buffer.len();
+        self.buffer.resize(filled + READ_BYTES, 0);
+        let n = loop {
+            match self.source.read(&mut self.buffer[filled..]) {
+                Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.buffer.truncate(filled);
+                    return Err(e);
+                }
             }
+        };
+        self.buffer.truncate(filled + n);
+        if n == 0 {
+            self.eof = true;
+        } else {
+            self.last = Some(self.buffer[filled + n - 1]);
         }
+        Ok(())
     }
 
-    /// The first block of the log (less where it is shorter).
+    /// The first [`BLOCK`] bytes of the log (less where it is shorter).
     fn head(&mut self) -> std::io::Result<&[u8]> {
-        while !self.eof && self.filled < BLOCK {
+        while !self.eof && self.buffer.len() < BLOCK {
             self.fill()?;
         }
-        Ok(&self.buffer[..self.filled])
+        Ok(&self.buffer[..self.buffer.len().min(BLOCK)])
     }
 
-    /// Hands each line (without its `\n`) and its index to `line`; whether the log ends in a newline.
-    fn each(&mut self, mut line: impl FnMut(usize, &[u8])) -> std::io::Result<bool> {
-        let mut index = 0;
-        let mut skipping = false;
-        let mut last = None;
-        loop {
-            if self.filled > 0 {
-                last = Some(self.buffer[self.filled - 1]);
+    /// Where the next block ends: after the last newline at or before `size` that a record-starting
+    /// line follows, else the first after it; `None` until the buffer holds one.
+    fn cut(&self) -> Option<usize> {
+        let b = &self.buffer;
+        let starts_record = |at: usize| b.get(at).is_some_and(|c| *c != b' ' && *c != b'\t');
+        let limit = self.size.min(b.len());
+        let mut end = limit;
+        while let Some(p) = memchr::memrchr(b'\n', &b[..end]) {
+            if starts_record(p + 1) {
+                return Some(p + 1);
             }
-            let mut at = 0;
-            while let Some(end) = memchr::memchr(b'\n', &self.buffer[at..self.filled]) {
-                if !skipping {
-                    line(index, &self.buffer[at..at + end]);
-                    index += 1;
+            end = p;
+        }
+        let mut from = limit;
+        while let Some(p) = memchr::memchr(b'\n', &b[from..]).map(|p| from + p) {
+            if starts_record(p + 1) {
+                return Some(p + 1);
+            }
+            from = p + 1;
+        }
+        None
+    }
+
+    /// The next block, `None` at the end of the log.
+    fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        loop {
+            if self.buffer.len() > self.size {
+                if let Some(cut) = self.cut() {
+                    let rest = self.buffer[cut..].to_vec();
+                    let mut block = std::mem::replace(&mut self.buffer, rest);
+                    block.truncate(cut);
+                    return Ok(Some(block));
                 }
-                skipping = false;
-                at += end + 1;
             }
             if self.eof {
-                if at < self.filled && !skipping {
-                    line(index, &self.buffer[at..self.filled]);
-                }
-                return Ok(last == Some(b'\n'));
+                return Ok((!self.buffer.is_empty()).then(|| std::mem::take(&mut self.buffer)));
             }
-            if !skipping && self.filled - at > LONGEST_LINE {
-                // A line too long to be a training line: handed on cut (so it is counted), its rest
-                // skipped up to its end.
-                line(index, &self.buffer[at..at + LONGEST_LINE + 1]);
-                index += 1;
-                skipping = true;
-            }
-            if skipping {
-                at = self.filled;
-            }
-            self.buffer.copy_within(at..self.filled, 0);
-            self.filled -= at;
             self.fill()?;
         }
     }
@@ -1345,7 +1380,7 @@ pub struct Given {
 /// Reads a console log from `source` as it streams; `framework` names its framework when known
 /// (`--shape`), else its markers say; `beside` are the configuration files kept beside it (name, text).
 pub fn read(
-    source: &mut dyn std::io::Read,
+    source: &mut (dyn std::io::Read + Send),
     framework: Option<&str>,
     beside: &[(String, String)],
     given: Given,
@@ -1357,51 +1392,63 @@ pub fn read(
 /// target cut small ones, to hold the blocks' merge to one pass).
 #[doc(hidden)]
 pub fn read_in_blocks(
-    source: &mut dyn std::io::Read,
+    source: &mut (dyn std::io::Read + Send),
     framework: Option<&str>,
     beside: &[(String, String)],
     given: Given,
     block: usize,
 ) -> Result<ConsoleRead, String> {
     let vocab = vocabulary();
-    let mut lines = Lines::new(source);
-    let head = lines.head().map_err(|e| e.to_string())?;
+    let mut blocks = BlockReader::new(source, block);
+    let head = blocks.head().map_err(|e| e.to_string())?;
     let framework = framework
         .and_then(|name| vocab.framework(name))
         .or_else(|| vocab.framework_of(&String::from_utf8_lossy(head)));
     // One pass: every training line goes to its family's rows, the others to the facts reader. The
-    // log's blocks are read by as many threads as there are (a batch of blocks at a time, so memory
-    // stays bounded) and put together in order: the same rows whatever the thread count.
+    // log's blocks are read by as many threads as there are and put together in order, as one pass
+    // would have: the same rows whatever the thread count. A batch of blocks is scanned while the
+    // next is read from the source and the one before put together, so memory stays bounded and
+    // neither core waits on the other.
     use rayon::prelude::*;
     let threads = rayon::current_num_threads().max(1);
-    let mut merged = Merged::default();
-    let mut blocks = Blocks {
-        size: block,
-        current: Vec::new(),
-        ready: Vec::new(),
-    };
-    let read_batch = |batch: Vec<Vec<u8>>, merged: &mut Merged| {
-        let scanned: Vec<Scanner<'_>> = batch
-            .par_iter()
-            .map(|block| scan_block(framework, block))
-            .collect();
-        for scanner in scanned {
-            merged.absorb(scanner);
-        }
-    };
-    let ends_with_newline = lines
-        .each(|_, raw| {
-            blocks.push(raw);
-            if blocks.ready.len() >= threads {
-                read_batch(std::mem::take(&mut blocks.ready), &mut merged);
+    let next_batch = |blocks: &mut BlockReader<'_>| -> std::io::Result<Vec<Vec<u8>>> {
+        let mut batch = Vec::with_capacity(threads);
+        while batch.len() < threads {
+            match blocks.next_block()? {
+                Some(b) => batch.push(b),
+                None => break,
             }
-        })
-        .map_err(|e| e.to_string())?;
-    let mut last = std::mem::take(&mut blocks.ready);
-    if !blocks.current.is_empty() {
-        last.push(std::mem::take(&mut blocks.current));
+        }
+        Ok(batch)
+    };
+    let mut merged = Merged::default();
+    let mut batch = next_batch(&mut blocks).map_err(|e| e.to_string())?;
+    let mut scanned: Vec<Scanner<'_>> = Vec::new();
+    while !batch.is_empty() || !scanned.is_empty() {
+        let previous = std::mem::take(&mut scanned);
+        let current = std::mem::take(&mut batch);
+        let (read, (now, ())) = rayon::join(
+            || next_batch(&mut blocks),
+            || {
+                rayon::join(
+                    || {
+                        current
+                            .par_iter()
+                            .map(|block| scan_block(framework, block))
+                            .collect::<Vec<_>>()
+                    },
+                    || {
+                        for scanner in previous {
+                            merged.absorb(scanner);
+                        }
+                    },
+                )
+            },
+        );
+        batch = read.map_err(|e| e.to_string())?;
+        scanned = now;
     }
-    read_batch(last, &mut merged);
+    let ends_with_newline = blocks.last == Some(b'\n');
     let Merged {
         mut families,
         by_rank,
