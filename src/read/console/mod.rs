@@ -1326,11 +1326,24 @@ impl<'s> BlockReader<'s> {
         Ok(&self.buffer[..self.buffer.len().min(BLOCK)])
     }
 
-    /// Where the next block ends: after the last newline at or before `size` that a record-starting
-    /// line follows, else the first after it; `None` until the buffer holds one.
+    /// Where the next block ends: after the last newline at or before `size` that a line follows
+    /// whose fields, once cleaned, are not indented (so it closes any record open before it), else the
+    /// first such newline after `size`; `None` until the buffer holds one.
     fn cut(&self) -> Option<usize> {
         let b = &self.buffer;
-        let starts_record = |at: usize| b.get(at).is_some_and(|c| *c != b' ' && *c != b'\t');
+        let starts_record = |at: usize| {
+            let Some(end) = b
+                .get(at..)
+                .and_then(|rest| memchr::memchr(b'\n', rest))
+                .map(|p| at + p)
+            else {
+                return false; // the line is not whole yet
+            };
+            let raw = String::from_utf8_lossy(&b[at..end]);
+            let mut cleaner = clean::Cleaner::default();
+            cleaner.clean(&raw);
+            cleaner.places.first().is_some_and(|p| !p.indented)
+        };
         let limit = self.size.min(b.len());
         let mut end = limit;
         while let Some(p) = memchr::memrchr(b'\n', &b[..end]) {
@@ -1995,6 +2008,29 @@ mod tests {
                     (Err(a), Err(b)) => assert_eq!(a, b),
                     _ => panic!("{}: one way read, the other not", log.display()),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_never_ends_between_a_record_and_its_tagged_indented_lines() {
+        // A continuation line is indented once its tags are off (`[tag] \tlr: 3`): the blocks must
+        // not cut before it (found by the console_lines fuzz target, whose input is the second case).
+        let log =
+            "step: 1 loss: 2\n[tag] \tlr: 3\nstep: 2 loss: 1\n[tag] \tlr: 4\nstep: 3 loss: 0.5\n";
+        let whole = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+        assert_eq!(column(&whole, "lr"), vec![Some(3.0), Some(4.0), None]);
+        let found: &[u8] = b"\x32\xb0\x0a\x5b\x32\x5f\xaf\xaf\xaf\x00\xd3\x89\x0a\x31\x31\x6c\x69\x84\x74\xb0\x0a\x5b\x32\x5f\xaf\xaf\xaf\x00\x00\x01\x23\x00\x00\x25\x39\x3a\x3a\xaf\x33\xdc\x57\x33\x20\x20\x33\x5d\x0a\x5b\x32\x5f\xaf\xaf\xaf\x00\x00\x00\x23\x00\x00\x25\x39\x3a\x3a\xaf\x33\xdc\x33\x20\x20\x33\x5d\x20\x09\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x0a\x5b\x32\x3d\x3d\x3d\x3a\x33\xd3\xdc\x33\x20\x20\x33\x5d\x20\x09\x0a\x5b\x32\x3d\x3d\x3d\x3a\x33\xd3\x89\x0a\x31\x31\x31\x27\xff\xff\x00\xff\xff\x5f\x00\x00\x00\x69\x74\x5f\x20\x0a\x5b\x32\x5f\xaf\xaf\xaf\x00\x00\x00\x23\x00\x00\x25\x39\x3a\x3a\xaf\x33\xdc\x33\x20\x20\x33\x5d\x20\x09\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x9e\x00\x7c\x31\x07\xfe\x0a\x2f\xc5\xc5\xff\x7c\x5d\x27\xff\xff\x00\xff\xff\x00\xff\xff\x00\x7c";
+        for input in [log.as_bytes(), found] {
+            let whole = read(&mut &input[..], None, &[], Given::default());
+            let cut = read_in_blocks(&mut &input[..], None, &[], Given::default(), 1);
+            match (whole, cut) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.table, b.table);
+                    assert_eq!(a.notes, b.notes);
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                (a, b) => panic!("{a:?} / {b:?}"),
             }
         }
     }
