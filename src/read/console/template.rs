@@ -168,6 +168,10 @@ fn plain_number(
     before: usize,
 ) -> Option<(bool, bool)> {
     let (a, b) = runs[first];
+    // `.5` is a fraction whose integer part is not written: not plain.
+    if a > 0 && text.as_bytes()[a - 1] == b'.' {
+        return None;
+    }
     // A sign is the number's only inside its text (`-1.5`, not the `-` of `step-10`).
     let signed = before > 0 && matches!(text.as_bytes()[a - 1], b'-' | b'+');
     let negative = signed && text.as_bytes()[a - 1] == b'-';
@@ -267,8 +271,12 @@ impl Template {
                 unit: unit.into(),
                 total: total.is_some(),
                 finite: value.is_finite(),
-                plain: plain_number(text, runs, first, head.len())
-                    .filter(|_| total.is_none() && value.is_finite()),
+                // Plain only where its runs give the value the tokenizer read, bit for bit.
+                plain: plain_number(text, runs, first, head.len()).filter(|plain| {
+                    total.is_none()
+                        && plain_value(text.as_bytes(), runs, first, *plain)
+                            .is_some_and(|v| v.to_bits() == value.to_bits())
+                }),
             }));
         }
         let literal = (0..runs.len())
@@ -392,6 +400,8 @@ mod tests {
             ),
             ("step 10 | 123.45 ms | 456 tok/s", "step 11 | 3.4 ms | 4567 tok/s"),
             ("step=1 loss/2=0.5 lr=-1.5e-3", "step=2 loss/2=0.25 lr=-2.5e-3"),
+            // A fraction with no integer part (found by the console_lines fuzz target).
+            ("step: 1 loss: .1111lit", "step: 2 loss: .1911lit"),
         ] {
             assert_eq!(read_through(first, next), Some(general(next)), "{next}");
         }
