@@ -992,6 +992,86 @@ impl<'v> Scanner<'v> {
     }
 }
 
+/// The keys of HF Trainer's end-of-training summary (`{'train_runtime': 537.17, 'train_samples_per_second':
+/// 14.89, 'train_steps_per_second': 0.931, ...}`): its runtime and its rate of optimizer steps.
+const SUMMARY_RUNTIME: &str = "train_runtime";
+const SUMMARY_STEPS_RATE: &str = "train_steps_per_second";
+
+/// The last line kept for facts that is a run's summary (a positive runtime and steps rate), and its
+/// pairs.
+fn run_summary(lines: &[FactLine]) -> Option<(usize, Vec<Pair<'static>>)> {
+    lines.iter().rev().find_map(|line| {
+        if !line.raw.contains(SUMMARY_RUNTIME) || !line.raw.contains(SUMMARY_STEPS_RATE) {
+            return None;
+        }
+        let pairs: Vec<Pair<'static>> = clean::clean(&line.raw)
+            .iter()
+            .flat_map(|l| {
+                pairs::pairs(&l.text)
+                    .into_iter()
+                    .map(Pair::into_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let positive = |key: &str| {
+            pairs
+                .iter()
+                .find(|p| p.key == key)
+                .and_then(|p| p.value.number())
+                .is_some_and(|v| v.is_finite() && v > 0.0)
+        };
+        (positive(SUMMARY_RUNTIME) && positive(SUMMARY_STEPS_RATE)).then_some((line.index, pairs))
+    })
+}
+
+/// The one row a run's summary gives: its steps (the progress bar's last count where one was printed,
+/// else the runtime x the rounded steps rate), the mean step time over them, and the summary's values.
+fn summary_row(
+    line: usize,
+    summary: &[Pair<'static>],
+    progress: Option<&FamilyRows>,
+) -> Option<FamilyRows> {
+    let number = |key: &str| summary.iter().find(|p| p.key == key)?.value.number();
+    let runtime = number(SUMMARY_RUNTIME)?;
+    let counted = progress.and_then(|rows| {
+        let column = rows.columns.get(*rows.at.get("progress")?)?;
+        column.numbers.iter().rev().find_map(|v| *v)
+    });
+    let steps = counted
+        .filter(|n| *n >= 1.0)
+        .unwrap_or_else(|| (runtime * number(SUMMARY_STEPS_RATE).unwrap_or(0.0)).round());
+    if !(steps >= 1.0 && steps.is_finite()) {
+        return None;
+    }
+    let number_pair = |key: &str, value: f64, unit: &'static str| Pair {
+        key: key.to_string().into(),
+        value: Value::Number {
+            value,
+            unit: unit.into(),
+            total: None,
+        },
+        source: None,
+    };
+    let mut pairs = vec![
+        number_pair("step", steps, ""),
+        number_pair("step_time_s", runtime / steps, ""),
+    ];
+    pairs.extend(summary.iter().cloned());
+    let text: String = summary.iter().map(|p| p.key.as_ref()).collect();
+    let mut rows = FamilyRows::new(("step".into(), false), Vec::new());
+    rows.push(Record {
+        line,
+        wall_time: None,
+        rank: None,
+        numbers: pairs.len() - 1,
+        timed: true,
+        digest: digest(0, &text),
+        family: ("step".into(), false),
+        pairs,
+    });
+    Some(rows)
+}
+
 /// Whether `text` holds a family of training lines this reader takes: three lines (or one, with four
 /// numbers besides its step) with a step counter and at least two other numbers; if so, the framework
 /// its markers name.
@@ -1007,7 +1087,10 @@ pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
         }
         seen < 64
     });
-    (counts.values().any(|n| *n >= 3) || rich).then_some(framework)
+    let summary = text
+        .lines()
+        .any(|l| l.contains(SUMMARY_RUNTIME) && l.contains(SUMMARY_STEPS_RATE));
+    (counts.values().any(|n| *n >= 3) || rich || summary).then_some(framework)
 }
 
 /// The part of a log searched for framework markers.
@@ -1494,6 +1577,7 @@ pub fn read_in_blocks(
             .sum()
     };
     let mut best: Option<usize> = None;
+    let mut summary_note: Option<String> = None;
     for (i, f) in families.iter().enumerate() {
         let rank_of = (f.timed, count(f, true));
         if f.family.1 || rank_of.1 == 0 {
@@ -1503,6 +1587,27 @@ pub fn read_in_blocks(
             best = Some(i);
         }
     }
+    // HF Trainer's console: its loss dicts carry no step, and a tqdm bar's family (its smoothed `s/it`)
+    // is no step time; its summary line gives the run's mean instead, as one row.
+    let tqdm_only = best.is_none_or(|b| families[b].family.0 == "progress");
+    if let Some((line, summary)) = tqdm_only.then(|| run_summary(&fact_lines.lines)).flatten() {
+        let progress = families.iter().find(|f| f.family.0 == "progress");
+        if let Some(rows) = summary_row(line, &summary, progress) {
+            let discarded = best.map(|b| count(&families[b], false)).unwrap_or(0);
+            families.clear();
+            families.push(rows);
+            best = Some(0);
+            summary_note = Some(format!(
+                "one row for the whole run from its summary (line {}): step_time_s = train_runtime / the steps{}",
+                line + 1,
+                if discarded > 0 {
+                    format!("; {discarded} progress-bar line(s) not used (their s/it is smoothed)")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     let Some(best) = best else {
         return Err(if families.iter().all(|f| count(f, true) == 0) {
             "no line with a step counter and named numbers (such as 'step: 10  loss: 2.1  step_time: 0.5'); give --line-regex with named groups".into()
@@ -1510,7 +1615,12 @@ pub fn read_in_blocks(
             "only evaluation lines have a step counter: nothing to read as training steps".into()
         });
     };
-    let chosen = best;
+    // The summary's row is no line's: every other line is read for facts.
+    let chosen = if summary_note.is_some() {
+        usize::MAX
+    } else {
+        best
+    };
     let mut rows = families.swap_remove(best);
     let family = rows.family.clone();
     let kept_out: usize = families.iter().map(|f| count(f, false)).sum();
@@ -1535,6 +1645,7 @@ pub fn read_in_blocks(
     if let Some(f) = framework.and_then(|f| f.notes.as_ref()) {
         notes.push(f.clone());
     }
+    notes.extend(summary_note);
     if kept_out > 0 {
         notes.push(format!(
             "{kept_out} line(s) of other families kept out of the rows ({evaluation} evaluation)"
