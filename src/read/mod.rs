@@ -676,6 +676,20 @@ fn console_facts(shape: Shape, bytes: &[u8]) -> Vec<crate::columns::RunFact> {
     if shape == Shape::Nanogpt {
         facts.extend(shapes::text::nanogpt_facts(&text));
     }
+    if shape == Shape::MegatronLog {
+        // Where the argument dump is not in the log (Megatron-Bridge prints a YAML configuration, a
+        // launcher its command line), the general facts reader gives the device count and precision.
+        let mut config = console::facts::ConfigFacts::of(
+            console::vocabulary::vocabulary().framework("megatron"),
+        );
+        config.read_text(&text, "line", &|_| false);
+        facts.extend(config.run_facts().into_iter().filter(|f| {
+            matches!(
+                f.field,
+                crate::columns::Field::NumDevices | crate::columns::Field::Dtype
+            )
+        }));
+    }
     facts
 }
 

@@ -104,6 +104,10 @@ impl ConfigFacts {
                 // `--bf16` alone on a command line: a flag that is on.
                 if let Some(name) = word.strip_prefix("--") {
                     let key = normalise(name);
+                    // `torchrun --standalone`: one node.
+                    if key == "standalone" {
+                        self.offer(Fact::Nodes, "standalone", Some(1.0), "1", origin);
+                    }
                     if vocabulary().fact(&key, self.framework) == Some(Fact::DtypeFlags) {
                         self.offer(Fact::DtypeFlags, &key, None, "true", origin);
                     }
@@ -612,6 +616,9 @@ mod tests {
         assert_eq!(f.dtype().unwrap().0, "bf16");
         assert!(f.model().is_some());
         assert_eq!(f.number(Fact::SeqLen), Some(2048.0));
+        // `torchrun --standalone` runs on one node.
+        let f = read("torchrun --standalone --nproc_per_node=8 /tmp/train.py");
+        assert_eq!(f.world_size().unwrap().0, 8.0);
         // A device mesh as a list of names and a list of sizes.
         let f = read("[2025-02-03 09:19:43][I][parallel_dims:80] Building 2-D device mesh with ['dp_shard', 'tp'], [4, 2]");
         assert_eq!(f.world_size().unwrap().0, 8.0);
