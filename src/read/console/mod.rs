@@ -166,6 +166,44 @@ fn step_key(pairs: &[Pair], keys: &mut Keys, framework: Option<&Framework>) -> O
     })
 }
 
+/// What makes a cleaned line a training line: its step key (the family's), whether it is an
+/// evaluation's (a tag said so, or its text or keys do), its numbers besides the step, and whether it
+/// carries a time or a rate; `None` for a line with no step counter.
+fn training_line(
+    text: &str,
+    evaluation_tag: bool,
+    pairs: &[Pair<'_>],
+    keys: &mut Keys,
+    framework: Option<&Framework>,
+) -> Option<(String, bool, usize, bool)> {
+    let key = step_key(pairs, keys, framework)?;
+    let eval = evaluation_tag || is_evaluation(text, pairs, keys, framework);
+    let (mut numbers, mut timed) = (0, false);
+    for p in pairs {
+        let known = keys.of(p, framework);
+        numbers += usize::from(p.value.number().is_some() && known.normal != key);
+        timed |= known.timed;
+    }
+    Some((key, eval, numbers, timed))
+}
+
+impl<'t> Record<'t> {
+    /// Takes an indented one-value line (`text`, its `pair`) after the record's header as the record's.
+    fn continue_with(
+        &mut self,
+        pair: Pair<'t>,
+        text: &str,
+        keys: &mut Keys,
+        framework: Option<&Framework>,
+    ) {
+        let known = keys.of(&pair, framework);
+        self.numbers += usize::from(pair.value.number().is_some() && known.normal != self.family.0);
+        self.timed |= known.timed;
+        self.digest = digest(self.digest, text);
+        self.pairs.push(pair);
+    }
+}
+
 /// Scans `text` for candidate training lines, handing each (with its continuation lines) to `found`,
 /// which says whether to go on.
 fn scan<'t>(
@@ -194,15 +232,9 @@ fn scan<'t>(
                     .map(Pair::into_owned)
                     .collect(),
             };
-            if let Some(key) = step_key(&pairs, &mut keys, framework) {
-                let eval =
-                    line.evaluation || is_evaluation(&line.text, &pairs, &mut keys, framework);
-                let (mut numbers, mut timed) = (0, false);
-                for p in &pairs {
-                    let known = keys.of(p, framework);
-                    numbers += usize::from(p.value.number().is_some() && known.normal != key);
-                    timed |= known.timed;
-                }
+            if let Some((key, eval, numbers, timed)) =
+                training_line(&line.text, line.evaluation, &pairs, &mut keys, framework)
+            {
                 let record = Record {
                     line: index,
                     wall_time: line.wall_time,
@@ -220,13 +252,8 @@ fn scan<'t>(
             }
             match open.as_mut() {
                 Some(record) if line.indented && pairs.len() == 1 => {
-                    let known = keys.of(&pairs[0], framework);
-                    record.numbers += usize::from(
-                        pairs[0].value.number().is_some() && known.normal != record.family.0,
-                    );
-                    record.timed |= known.timed;
-                    record.digest = digest(record.digest, &line.text);
-                    record.pairs.extend(pairs);
+                    let pair = pairs.into_iter().next().expect("one pair");
+                    record.continue_with(pair, &line.text, &mut keys, framework);
                 }
                 _ => {
                     if open.take().is_some_and(|r| !found(r)) {
@@ -805,15 +832,13 @@ impl<'v> Scanner<'v> {
                 continue;
             }
             let pairs = pairs::pairs_with(text, self.separators());
-            if let Some(key) = step_key(&pairs, &mut self.keys, self.framework) {
-                let eval =
-                    line.evaluation || is_evaluation(text, &pairs, &mut self.keys, self.framework);
-                let (mut numbers, mut timed) = (0, false);
-                for p in &pairs {
-                    let known = self.keys.of(p, self.framework);
-                    numbers += usize::from(p.value.number().is_some() && known.normal != key);
-                    timed |= known.timed;
-                }
+            if let Some((key, eval, numbers, timed)) = training_line(
+                text,
+                line.evaluation,
+                &pairs,
+                &mut self.keys,
+                self.framework,
+            ) {
                 let family = self.family(&(key, eval));
                 training.push((family, self.count(family, line.rank)));
                 self.close();
@@ -849,13 +874,8 @@ impl<'v> Scanner<'v> {
                             }
                         }
                     };
-                    let known = self.keys.of(&pairs[0], self.framework);
-                    record.numbers += usize::from(
-                        pairs[0].value.number().is_some() && known.normal != record.family.0,
-                    );
-                    record.timed |= known.timed;
-                    record.digest = digest(record.digest, text);
-                    record.pairs.extend(pairs.into_iter().map(Pair::into_owned));
+                    let pair = pairs.into_iter().next().expect("one pair").into_owned();
+                    record.continue_with(pair, text, &mut self.keys, self.framework);
                     self.open = Some(Open::General(record));
                 }
                 open => {
