@@ -171,14 +171,7 @@ fn load_bytes(
     budget: Option<&Arc<MemoryBudget>>,
 ) -> Result<(Vec<u8>, Held), ReadError> {
     let io_error = io_error_of(input);
-    let mut raw: Box<dyn BufRead + Send> = match &input.path {
-        Some(p) => Box::new(BufReader::with_capacity(
-            1 << 16,
-            File::open(p).map_err(io_error)?,
-        )),
-        None => Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
-    };
-    let compression = Compression::sniff(raw.fill_buf().map_err(io_error)?);
+    let (mut reader, compression) = opened(input)?;
     let known = match (&input.path, compression) {
         (Some(p), None) => Some(std::fs::metadata(p).map_err(io_error)?.len()),
         _ => None,
@@ -209,10 +202,6 @@ fn load_bytes(
         },
         None => io_error(source),
     };
-    let mut reader: Box<dyn Read + Send> = match compression {
-        Some(c) => c.decoder(raw).map_err(read_error)?,
-        None => raw,
-    };
     let mut bytes = Vec::with_capacity(known.map_or(CHUNK_BYTES, |n| n + 1) as usize);
     loop {
         let read = (&mut reader)
@@ -227,6 +216,29 @@ fn load_bytes(
         }
     }
     Ok((bytes, held))
+}
+
+/// `input` (its file, or standard input) opened for reading, decompressed where its first bytes say it is
+/// gzip or zstd, and which of them it was.
+fn opened(input: &Input) -> Result<(Box<dyn Read + Send>, Option<Compression>), ReadError> {
+    let io_error = io_error_of(input);
+    let mut raw: Box<dyn BufRead + Send> = match &input.path {
+        Some(p) => Box::new(BufReader::with_capacity(
+            1 << 16,
+            File::open(p).map_err(io_error)?,
+        )),
+        None => Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
+    };
+    let compression = Compression::sniff(raw.fill_buf().map_err(io_error)?);
+    let reader = match compression {
+        Some(c) => c.decoder(raw).map_err(|source| ReadError::Decompress {
+            input: input.display.clone(),
+            compression: c.name(),
+            source,
+        })?,
+        None => raw,
+    };
+    Ok((reader, compression))
 }
 
 /// Reserves `more` bytes of memory for `input` from `budget` into `held`. When they do not fit, the error
@@ -416,28 +428,48 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         &mut total_bytes,
         &mut held,
     )?;
+    Ok(shaped_outcome(
+        input,
+        shape,
+        shaped,
+        console_facts,
+        total_bytes,
+        held,
+    ))
+}
+
+/// The outcome of a log read by its shape's reader: what the run's own files beside it say, then
+/// `more` facts for the fields the shape found nothing for (what the shape found itself comes first).
+fn shaped_outcome(
+    input: &Input,
+    shape: Shape,
+    shaped: shapes::ShapedFrame,
+    more: Vec<crate::columns::RunFact>,
+    bytes: u64,
+    held: Held,
+) -> ReadOutcome {
     let mut facts = shaped.facts;
     let mut notes = shaped.notes;
     let model = facts_beside(input, shape, &mut facts, &mut notes).or(shaped.model);
-    for fact in console_facts {
+    for fact in more {
         if !facts.iter().any(|f| f.field == fact.field) {
-            facts.push(fact); // what the shape found itself comes first
+            facts.push(fact);
         }
     }
-    Ok(ReadOutcome {
+    ReadOutcome {
         frame: shaped.frame,
         shape,
         notes,
         warnings: shaped.warnings,
         torn: None,
         rejects: Vec::new(),
-        bytes: total_bytes,
+        bytes,
         held,
         facts,
         model,
         recorded: None,
         hints: shaped.hints,
-    })
+    }
 }
 
 /// A console log on disk larger than the part of a file its shape is told from, read by the general
@@ -483,23 +515,14 @@ fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOut
     let mut source = std::io::Cursor::new(head).chain(file);
     let shaped = read_console(input, shape, &mut source, options.given)
         .map_err(shape_error_of(input, shape))?;
-    let mut facts = shaped.facts;
-    let mut notes = shaped.notes;
-    let model = facts_beside(input, shape, &mut facts, &mut notes).or(shaped.model);
-    Ok(Some(ReadOutcome {
-        frame: shaped.frame,
+    Ok(Some(shaped_outcome(
+        input,
         shape,
-        notes,
-        warnings: shaped.warnings,
-        torn: None,
-        rejects: Vec::new(),
-        bytes: len,
+        shaped,
+        Vec::new(),
+        len,
         held,
-        facts,
-        model,
-        recorded: None,
-        hints: shaped.hints,
-    }))
+    )))
 }
 
 /// A source that counts the bytes read from it.
@@ -526,38 +549,22 @@ fn stream_console_stdin(
         Some(s @ (Shape::Console | Shape::Torchtitan)) if options.line_regex.is_none() => s,
         _ => return Ok(None),
     };
-    let io_error = io_error_of(input);
-    let mut raw: Box<dyn BufRead + Send> =
-        Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
-    let mut source: Box<dyn Read + Send> =
-        match Compression::sniff(raw.fill_buf().map_err(io_error)?) {
-            Some(c) => c.decoder(raw).map_err(|source| ReadError::Decompress {
-                input: input.display.clone(),
-                compression: c.name(),
-                source,
-            })?,
-            None => raw,
-        };
+    let (mut source, _) = opened(input)?;
     let mut counted = Counted {
         inner: &mut source,
         bytes: 0,
     };
     let shaped = read_console(input, shape, &mut counted, options.given)
         .map_err(shape_error_of(input, shape))?;
-    Ok(Some(ReadOutcome {
-        frame: shaped.frame,
+    let bytes = counted.bytes;
+    Ok(Some(shaped_outcome(
+        input,
         shape,
-        notes: shaped.notes,
-        warnings: shaped.warnings,
-        torn: None,
-        rejects: Vec::new(),
-        bytes: counted.bytes,
-        held: Held::none(),
-        facts: shaped.facts,
-        model: shaped.model,
-        recorded: None,
-        hints: shaped.hints,
-    }))
+        shaped,
+        Vec::new(),
+        bytes,
+        Held::none(),
+    )))
 }
 
 /// A run folder's reading by its own reader (TensorBoard, MLflow, W&B, DVCLive), when the input is one.
@@ -682,7 +689,8 @@ fn console_facts(shape: Shape, bytes: &[u8]) -> Vec<crate::columns::RunFact> {
         let mut config = console::facts::ConfigFacts::of(
             console::vocabulary::vocabulary().framework("megatron"),
         );
-        config.read_text(&text, "line", &|_| false);
+        // Its iteration lines, nearly all of a long log, hold neither.
+        config.read_text(&text, "line", &shapes::megatron_log::is_iteration_line);
         facts.extend(config.run_facts().into_iter().filter(|f| {
             matches!(
                 f.field,

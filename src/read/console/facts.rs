@@ -60,10 +60,11 @@ impl ConfigFacts {
             .unwrap_or_default()
     }
 
-    /// Adds what `text` says; `place` names it (`line`, or a file name then `line`).
-    pub fn read_text(&mut self, text: &str, place: &str, skip: &dyn Fn(usize) -> bool) {
+    /// Adds what `text` says, but for the lines `skip` says; `place` names it (`line`, or a file name
+    /// then `line`).
+    pub fn read_text(&mut self, text: &str, place: &str, skip: &dyn Fn(&str) -> bool) {
         for (index, raw) in text.lines().enumerate() {
-            if skip(index) || raw.len() > 64 * 1024 {
+            if skip(raw) || raw.len() > 64 * 1024 {
                 continue;
             }
             self.read_line(raw, &format!("{place} {}", index + 1));
