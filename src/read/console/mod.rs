@@ -17,6 +17,7 @@
 //! before its own aliases.
 
 pub mod clean;
+mod digest;
 pub mod facts;
 pub mod pairs;
 pub mod template;
@@ -53,7 +54,7 @@ struct Record<'t> {
     numbers: usize,
     /// Whether it carries a time or a rate.
     timed: bool,
-    /// The digest of its lines' text.
+    /// The digest of its pairs ([`digest`]).
     digest: u64,
 }
 
@@ -189,17 +190,11 @@ fn training_line(
 
 impl<'t> Record<'t> {
     /// Takes an indented one-value line (`text`, its `pair`) after the record's header as the record's.
-    fn continue_with(
-        &mut self,
-        pair: Pair<'t>,
-        text: &str,
-        keys: &mut Keys,
-        framework: Option<&Framework>,
-    ) {
+    fn continue_with(&mut self, pair: Pair<'t>, keys: &mut Keys, framework: Option<&Framework>) {
         let known = keys.of(&pair, framework);
         self.numbers += usize::from(pair.value.number().is_some() && known.normal != self.family.0);
         self.timed |= known.timed;
-        self.digest = digest(self.digest, text);
+        self.digest = digest::pair(self.digest, &pair);
         self.pairs.push(pair);
     }
 }
@@ -239,11 +234,11 @@ fn scan<'t>(
                     line: index,
                     wall_time: line.wall_time,
                     rank: line.rank,
+                    digest: digest::pairs(&pairs),
                     pairs,
                     family: (key, eval),
                     numbers,
                     timed,
-                    digest: digest(0, &line.text),
                 };
                 if open.replace(record).is_some_and(|r| !found(r)) {
                     return;
@@ -253,7 +248,7 @@ fn scan<'t>(
             match open.as_mut() {
                 Some(record) if line.indented && pairs.len() == 1 => {
                     let pair = pairs.into_iter().next().expect("one pair");
-                    record.continue_with(pair, &line.text, &mut keys, framework);
+                    record.continue_with(pair, &mut keys, framework);
                 }
                 _ => {
                     if open.take().is_some_and(|r| !found(r)) {
@@ -271,19 +266,6 @@ fn scan<'t>(
 /// The fast hash map the peak matcher uses too (SipHash took a twentieth of this reader's time on a
 /// torchtitan log: its maps of a log's own field names are looked up several times a line).
 type FastMap<K, V> = polars::prelude::PlHashMap<K, V>;
-
-/// A digest of a training line's cleaned text (without its timestamp and tags) after `previous` (the
-/// record's lines before it), to tell a line repeated verbatim (several ranks writing one line with no
-/// tag) from the next step's.
-fn digest(previous: u64, text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // One hasher state for the whole read: a digest is only ever compared within it.
-    static STATE: std::sync::OnceLock<polars::prelude::PlRandomState> = std::sync::OnceLock::new();
-    let mut h = std::hash::BuildHasher::build_hasher(STATE.get_or_init(Default::default));
-    previous.hash(&mut h);
-    text.hash(&mut h);
-    h.finish()
-}
 
 /// A column as it is built: numbers and words side by side until the end says which it is.
 #[derive(Debug, Default)]
@@ -661,6 +643,23 @@ struct TemplateOf {
     columns: Vec<usize>,
     numbers: usize,
     timed: bool,
+    /// What each pair's key adds to a line's digest, and the value of a pair whose value never varies.
+    key_digests: Vec<u64>,
+    value_digests: Vec<u64>,
+}
+
+impl TemplateOf {
+    /// The digest of a line read through the template as `values`: [`digest::pairs`] of its pairs.
+    fn digest(&self, values: &[template::Read]) -> u64 {
+        self.key_digests
+            .iter()
+            .zip(&self.value_digests)
+            .zip(values)
+            .fold(0, |h, ((key, constant), value)| {
+                let value = value.map_or(*constant, |(v, total)| digest::number(v, total));
+                digest::fold(h, *key, value)
+            })
+    }
 }
 
 /// A training line read through a template, its row not yet written (continuation lines may follow).
@@ -847,11 +846,11 @@ impl<'v> Scanner<'v> {
                     line: index,
                     wall_time: line.wall_time,
                     rank: line.rank,
+                    digest: digest::pairs(&pairs),
                     pairs: pairs.into_iter().map(Pair::into_owned).collect(),
                     family: self.families[family].family.clone(),
                     numbers,
                     timed,
-                    digest: digest(0, text),
                 };
                 self.open = Some(Open::General(record));
                 continue;
@@ -875,7 +874,7 @@ impl<'v> Scanner<'v> {
                         }
                     };
                     let pair = pairs.into_iter().next().expect("one pair").into_owned();
-                    record.continue_with(pair, text, &mut self.keys, self.framework);
+                    record.continue_with(pair, &mut self.keys, self.framework);
                     self.open = Some(Open::General(record));
                 }
                 open => {
@@ -955,7 +954,7 @@ impl<'v> Scanner<'v> {
         self.open = Some(Open::Fast(FastRecord {
             template: at,
             line: index,
-            digest: digest(0, text),
+            digest: self.templates[at].digest(&values),
             wall_time: line.wall_time,
             rank: line.rank,
             values,
@@ -999,7 +998,15 @@ impl<'v> Scanner<'v> {
                 c
             })
             .collect();
+        let key_digests = template.pairs.iter().map(digest::key).collect();
+        let value_digests = template
+            .pairs
+            .iter()
+            .map(|p| digest::value(&p.value))
+            .collect();
         self.templates.push(TemplateOf {
+            key_digests,
+            value_digests,
             template,
             shape: template::Shape::new(&self.shape),
             family,
@@ -1077,7 +1084,6 @@ fn summary_row(
         number_pair("step_time_s", runtime / steps, ""),
     ];
     pairs.extend(summary.iter().cloned());
-    let text: String = summary.iter().map(|p| p.key.as_ref()).collect();
     let mut rows = FamilyRows::new(("step".into(), false), Vec::new());
     rows.push(Record {
         line,
@@ -1085,7 +1091,7 @@ fn summary_row(
         rank: None,
         numbers: pairs.len() - 1,
         timed: true,
-        digest: digest(0, &text),
+        digest: digest::pairs(&pairs),
         family: ("step".into(), false),
         pairs,
     });
