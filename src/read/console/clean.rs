@@ -26,13 +26,15 @@ pub fn strip_ansi(line: &str) -> Cow<'_, str> {
         return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
-    strip_ansi_into(line, &mut out);
+    strip_ansi_into(line, &mut out, &mut Vec::new());
     Cow::Owned(out)
 }
 
 /// [`strip_ansi`] into `out` (cleared first), for a caller that reuses one buffer line after line.
-fn strip_ansi_into(line: &str, out: &mut String) {
+fn strip_ansi_into(line: &str, out: &mut String, segments: &mut Vec<(usize, usize)>) {
     out.clear();
+    segments.clear();
+    segments.push((0, 0));
     let b = line.as_bytes();
     let Some(first) = memchr::memchr(0x1b, b) else {
         out.push_str(line);
@@ -58,6 +60,7 @@ fn strip_ansi_into(line: &str, out: &mut String) {
         }
         // Sequences end on ASCII bytes, so `next` is on a character boundary.
         let end = memchr::memchr(0x1b, &b[next..]).map_or(b.len(), |p| next + p);
+        segments.push((out.len(), next));
         out.push_str(&line[next..end]);
         at = end;
     }
@@ -83,7 +86,7 @@ fn timestamp_at(b: &[u8], s: usize) -> bool {
 }
 
 /// Where a timestamp (`2024-04-17 09:42:26`, `2024-04-17T09:42:26.123Z`) starts in `text`, from `from`.
-fn find_timestamp(text: &str, from: usize) -> Option<usize> {
+pub(crate) fn find_timestamp(text: &str, from: usize) -> Option<usize> {
     let b = text.as_bytes();
     // A timestamp's first `-` is its fifth byte.
     let search = b.get(from + 4..)?;
@@ -93,7 +96,7 @@ fn find_timestamp(text: &str, from: usize) -> Option<usize> {
 }
 
 /// The length of the timestamp at the start of `text` (with fractions and a zone) and its value.
-fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
+pub(crate) fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
     let b = text.as_bytes();
     if !timestamp_at(b, 0) {
         return None;
@@ -128,7 +131,7 @@ fn leading_timestamp(text: &str) -> Option<(usize, f64)> {
 /// every line of most logs starts with one, and chrono's format parser took a tenth of the reader's
 /// time on them. The same value as [`crate::values::parse_timestamp`] (a test holds them equal); `None`
 /// for anything else (a zone, an impossible date), which goes to chrono.
-fn plain_timestamp(text: &str) -> Option<f64> {
+pub(crate) fn plain_timestamp(text: &str) -> Option<f64> {
     let b = text.as_bytes();
     if b.len() < 19 || !(b[10] == b' ' || b[10] == b'T') {
         return None;
@@ -304,6 +307,8 @@ pub struct Place {
 pub struct Cleaner {
     plain: String,
     coloured: bool,
+    /// Where each run of the plain text between colour codes starts, in it and in the raw line.
+    segments: Vec<(usize, usize)>,
     starts: Vec<usize>,
     pub places: Vec<Place>,
 }
@@ -314,7 +319,7 @@ impl Cleaner {
         self.places.clear();
         self.coloured = memchr::memchr(0x1b, raw.as_bytes()).is_some();
         if self.coloured {
-            strip_ansi_into(raw, &mut self.plain);
+            strip_ansi_into(raw, &mut self.plain, &mut self.segments);
         }
         let plain: &str = if self.coloured { &self.plain } else { raw };
         let base = plain.as_ptr() as usize;
@@ -367,6 +372,42 @@ impl Cleaner {
         } else {
             &raw[place.start..place.end]
         }
+    }
+
+    /// Whether `raw` (the line last cleaned) is one line, as a raw line's template needs: no redraws,
+    /// no lines glued together.
+    pub fn one_line(&self, raw: &str) -> bool {
+        self.places.len() == 1 && !raw.contains('\r')
+    }
+
+    /// The text of the line last cleaned, with its colour codes: what a template over its raw line
+    /// sees.
+    pub fn plain<'a>(&'a self, raw: &'a str) -> &'a str {
+        if self.coloured {
+            &self.plain
+        } else {
+            raw
+        }
+    }
+
+    /// The same text in `raw` (the line last cleaned) as `part`, a slice of one of its cleaned lines,
+    /// where no colour code cuts it.
+    pub fn raw_of<'a>(&self, raw: &'a str, part: &str) -> Option<&'a str> {
+        if !self.coloured {
+            let start = (part.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
+            return raw.get(start..start + part.len());
+        }
+        let start = (part.as_ptr() as usize).checked_sub(self.plain.as_ptr() as usize)?;
+        let end = start + part.len();
+        if end > self.plain.len() {
+            return None;
+        }
+        let at = self.segments.partition_point(|(plain, _)| *plain <= start) - 1;
+        let (plain, from) = self.segments[at];
+        let segment_end = self.segments.get(at + 1).map_or(self.plain.len(), |s| s.0);
+        (end <= segment_end)
+            .then(|| raw.get(from + start - plain..from + end - plain))
+            .flatten()
     }
 }
 
@@ -458,6 +499,25 @@ mod tests {
         let _ = clean(&format!("I0706 16:49:36.945926 1 {}", "é".repeat(200)));
         assert_eq!(strip_ansi("a\u{1b}[31mb\u{1b}]0;t\u{7}c\u{1b}"), "abc");
         assert_eq!(strip_ansi("é\u{1b}[1;2mè"), "éè");
+    }
+
+    #[test]
+    fn a_slice_of_a_cleaned_line_is_found_in_the_raw_line_unless_a_colour_code_cuts_it() {
+        let raw = "\u{1b}[32m[titan] 2025-03-01 10:00:00,000 - \u{1b}[31mstep: 20 \u{1b}[1;2mloss: 2.5\u{1b}[39m";
+        let mut cleaner = Cleaner::default();
+        cleaner.clean(raw);
+        let text = cleaner.text(raw, &cleaner.places[0]);
+        assert_eq!(text, "- step: 20 loss: 2.5");
+        for part in ["step: 20", "loss: 2.5", "20", "2.5"] {
+            let at = text.find(part).unwrap();
+            assert_eq!(cleaner.raw_of(raw, &text[at..at + part.len()]), Some(part));
+        }
+        let at = text.find("20 loss").unwrap();
+        assert_eq!(cleaner.raw_of(raw, &text[at..at + 7]), None);
+        let plain = "step: 20 loss: 2.5";
+        cleaner.clean(plain);
+        let text = cleaner.text(plain, &cleaner.places[0]);
+        assert_eq!(cleaner.raw_of(plain, &text[9..]), Some("loss: 2.5"));
     }
 
     #[test]

@@ -672,6 +672,81 @@ struct FastRecord {
     values: Vec<template::Read>,
 }
 
+/// A template over a raw line as the log holds it, colour codes, tags and timestamp included: a line
+/// of its skeleton is read without being cleaned at all. It is made from a line the template of its
+/// cleaned text read, and reads as that template would: the same pairs, the same wall time and rank.
+/// Every digit run of the raw line outside its numbers and its timestamp (a colour code's, a rank's)
+/// must be the template's; its timestamp must have the template's place and widths, and the skeleton
+/// of its text without colour codes no other place where a timestamp could be, so that cleaning would
+/// cut every line of the skeleton as it cut the template's.
+struct RawTemplate {
+    shape: template::Shape,
+    /// Over the raw line, its pairs those of `of`.
+    template: template::Template,
+    /// The template of the cleaned line, whose family and columns the values go to.
+    of: usize,
+    stamp: Option<Stamp>,
+    rank: Option<u32>,
+    /// The last line it read.
+    exemplar: template::Exemplar,
+}
+
+impl RawTemplate {
+    /// The wall time and numbers of `raw`, a line of the template's skeleton whose digit runs are
+    /// `runs` (its literal digits checked unless `literal_checked`); `None` where it cannot read it.
+    fn read(
+        &self,
+        raw: &str,
+        runs: &[(usize, usize)],
+        values: &mut Vec<template::Read>,
+        literal_checked: bool,
+    ) -> Option<Option<f64>> {
+        let wall_time = match &self.stamp {
+            Some(stamp) => Some(stamp.read(raw, runs)?),
+            None => None,
+        };
+        let read = if literal_checked {
+            self.template.read_numbers(raw, runs, values)
+        } else {
+            self.template.read(raw, runs, values)
+        };
+        read.then_some(wall_time)
+    }
+}
+
+/// Where a raw line's timestamp is: its first digit run, the bytes before it, each run's width.
+struct Stamp {
+    first: usize,
+    offset: usize,
+    widths: Vec<usize>,
+}
+
+impl Stamp {
+    /// The wall time of a raw line of the template's skeleton (its digit runs `runs`).
+    fn read(&self, raw: &str, runs: &[(usize, usize)]) -> Option<f64> {
+        let stamp = runs.get(self.first..self.first + self.widths.len())?;
+        if stamp[0].0 != self.offset || stamp.iter().zip(&self.widths).any(|(r, w)| r.1 - r.0 != *w)
+        {
+            return None;
+        }
+        clean::plain_timestamp(raw.get(self.offset..stamp[stamp.len() - 1].1)?)
+    }
+}
+
+/// Raw templates kept at most, and at most per skeleton (one per rank that writes it).
+const RAW_TEMPLATES: usize = 64;
+const RAW_TEMPLATES_PER_SKELETON: usize = 8;
+
+/// How many places in `skeleton` (made by [`template::skeleton`]) could hold a timestamp
+/// (`2024-01-02 03:04:05`, `2024-01-02T03:04:05`): digit runs with its separators between them.
+fn timestamp_places(skeleton: &[u8]) -> usize {
+    const D: u8 = 0xFF;
+    skeleton
+        .windows(11)
+        .filter(|w| matches!(w, [D, b'-', D, b'-', D, b' ' | b'T', D, b':', D, b':', D]))
+        .count()
+}
+
 /// The record being read: later indented one-value lines may still be its.
 enum Open {
     General(Record<'static>),
@@ -715,6 +790,13 @@ struct Scanner<'v> {
     runs: Vec<(usize, usize)>,
     /// The template used last.
     last: Option<usize>,
+    raw_templates: Vec<RawTemplate>,
+    /// The raw templates of each raw skeleton (an empty list: none can be made).
+    raw_of: FastMap<Vec<u8>, Vec<usize>>,
+    last_raw: Option<usize>,
+    /// Lines read through raw templates (the tests check that they are used).
+    #[cfg_attr(not(test), allow(dead_code))]
+    raw_reads: usize,
     /// Value buffers of rows written, for the next lines read through templates.
     spare: Vec<Vec<template::Read>>,
     open: Option<Open>,
@@ -742,6 +824,10 @@ impl<'v> Scanner<'v> {
             shape: Vec::new(),
             runs: Vec::new(),
             last: None,
+            raw_templates: Vec::new(),
+            raw_of: FastMap::default(),
+            last_raw: None,
+            raw_reads: 0,
             spare: Vec::new(),
             open: None,
             cleaner: clean::Cleaner::default(),
@@ -822,12 +908,21 @@ impl<'v> Scanner<'v> {
         // The training lines the raw line holds (family, place in it), for the facts reader.
         let mut training = std::mem::take(&mut self.training);
         training.clear();
+        if let Some(counted) = self.raw_fast(index, raw) {
+            training.push(counted);
+            self.keep_for_facts(index, &training, raw);
+            self.training = training;
+            return;
+        }
         let mut cleaner = std::mem::take(&mut self.cleaner);
         cleaner.clean(raw);
         for line in &cleaner.places {
             let text = cleaner.text(raw, line);
             if let Some(counted) = self.fast(index, text, line) {
                 training.push(counted);
+                if cleaner.one_line(raw) {
+                    self.learn_raw(raw, &cleaner, text, line);
+                }
                 continue;
             }
             let pairs = pairs::pairs_with(text, self.separators());
@@ -888,6 +983,230 @@ impl<'v> Scanner<'v> {
         self.training = training;
     }
 
+    /// Reads a raw line through a raw template (see [`RawTemplate`]): its family and its place among
+    /// the family's lines, or `None` where no raw template reads it.
+    fn raw_fast(&mut self, index: usize, raw: &str) -> Option<(usize, usize)> {
+        if self.raw_templates.is_empty() {
+            return None;
+        }
+        let mut values = self.spare.pop().unwrap_or_default();
+        // The last raw template used, by its exemplar, then by its skeleton; then those of the line's
+        // skeleton.
+        let last = self.last_raw;
+        let mut found = last.and_then(|t| {
+            let raw_template = &mut self.raw_templates[t];
+            let exemplar = &raw_template.exemplar;
+            if exemplar.matches(raw) {
+                return Some((
+                    t,
+                    raw_template.read(raw, exemplar.runs(), &mut values, true)?,
+                ));
+            }
+            if !raw_template.shape.matches(raw, &mut self.runs) {
+                return None;
+            }
+            let wall_time = raw_template.read(raw, &self.runs, &mut values, false)?;
+            let RawTemplate {
+                template, exemplar, ..
+            } = raw_template;
+            exemplar.set(raw, &self.runs, |r| !template.is_literal(r));
+            Some((t, wall_time))
+        });
+        if found.is_none() {
+            template::skeleton(raw, &mut self.shape, &mut self.runs);
+            let mut candidates = [usize::MAX; RAW_TEMPLATES_PER_SKELETON];
+            for (c, t) in candidates
+                .iter_mut()
+                .zip(self.raw_of.get(self.shape.as_slice()).into_iter().flatten())
+            {
+                *c = *t;
+            }
+            found = candidates
+                .into_iter()
+                .filter(|t| *t != usize::MAX && Some(*t) != last)
+                .find_map(|t| {
+                    let raw_template = &self.raw_templates[t];
+                    let wall_time = raw_template.read(raw, &self.runs, &mut values, false)?;
+                    Some((t, wall_time))
+                });
+        }
+        let Some((at, wall_time)) = found else {
+            self.spare.push(values);
+            return None;
+        };
+        self.last_raw = Some(at);
+        self.raw_reads += 1;
+        let (of, rank) = (self.raw_templates[at].of, self.raw_templates[at].rank);
+        #[cfg(debug_assertions)]
+        {
+            let mut cleaner = clean::Cleaner::default();
+            cleaner.clean(raw);
+            assert!(
+                cleaner.one_line(raw),
+                "a raw template read {raw:?}, which is not one line"
+            );
+            let place = cleaner.places[0];
+            let text = cleaner.text(raw, &place);
+            assert!(
+                place.wall_time.map(f64::to_bits) == wall_time.map(f64::to_bits)
+                    && place.rank == rank
+                    && !place.evaluation,
+                "a raw template read {raw:?} at {wall_time:?} of rank {rank:?}: cleaning gives {place:?}"
+            );
+            self.assert_read_as_general(text, of, &values);
+        }
+        let family = self.templates[of].family;
+        let place = self.count(family, rank);
+        self.close();
+        self.open = Some(Open::Fast(FastRecord {
+            template: of,
+            line: index,
+            digest: self.templates[of].digest(&values),
+            wall_time,
+            rank,
+            values,
+        }));
+        Some((family, place))
+    }
+
+    /// Makes the raw template of `raw`, one line that cleaned to `text` at `place` and that the last
+    /// template used has just read, where it can be made (see [`RawTemplate`]).
+    fn learn_raw(&mut self, raw: &str, cleaner: &clean::Cleaner, text: &str, place: &clean::Place) {
+        let Some(of) = self.last else { return };
+        if self.raw_templates.len() >= RAW_TEMPLATES || place.evaluation || place.indented {
+            return;
+        }
+        template::skeleton(raw, &mut self.shape, &mut self.runs);
+        if self
+            .raw_of
+            .get(self.shape.as_slice())
+            .is_some_and(|t| t.is_empty() || t.len() >= RAW_TEMPLATES_PER_SKELETON)
+        {
+            return;
+        }
+        let made = self.raw_template(raw, cleaner, text, place, of);
+        // Where the first line of a skeleton cannot make one, its list stays empty: no line of it is
+        // tried again.
+        let list = self.raw_of.entry(self.shape.clone()).or_default();
+        if let Some(raw_template) = made {
+            list.push(self.raw_templates.len());
+            self.raw_templates.push(raw_template);
+        }
+    }
+
+    /// The raw template of a line (its skeleton and digit runs in `self.shape` and `self.runs`).
+    fn raw_template(
+        &self,
+        raw: &str,
+        cleaner: &clean::Cleaner,
+        text: &str,
+        place: &clean::Place,
+        of: usize,
+    ) -> Option<RawTemplate> {
+        // The line's pairs, each number's text found in the raw line.
+        let mut pairs = Vec::new();
+        for pair in pairs::pairs_with(text, self.separators()) {
+            let source = match pair.source {
+                Some(source) => Some(cleaner.raw_of(raw, source)?),
+                None => None,
+            };
+            pairs.push(Pair {
+                source,
+                ..pair.into_owned()
+            });
+        }
+        let mut made = template::Template::new(raw, &self.runs, &pairs)?;
+        // The same keys and kinds of value in one order (each line's numbers are its own).
+        let cleaned = &self.templates[of].template.pairs;
+        let alike = |a: &Pair<'_>, b: &Pair<'_>| {
+            a.key == b.key
+                && match (&a.value, &b.value) {
+                    (Value::Number { unit: u, .. }, Value::Number { unit: v, .. }) => u == v,
+                    (a, b) => a == b,
+                }
+        };
+        if made.pairs.len() != cleaned.len()
+            || !made.pairs.iter().zip(cleaned).all(|(a, b)| alike(a, b))
+        {
+            return None;
+        }
+        // The timestamp: where cleaning found the line's wall time, and the only place for one.
+        let mut plain_shape = Vec::new();
+        template::skeleton(cleaner.plain(raw), &mut plain_shape, &mut Vec::new());
+        let places = timestamp_places(&plain_shape);
+        let stamp = match place.wall_time {
+            None if places == 0 => None,
+            Some(wall_time) if places == 1 => {
+                let offset = clean::find_timestamp(raw, 0)?;
+                let first = self.runs.iter().position(|r| r.0 == offset)?;
+                let (used, value) = clean::leading_timestamp(&raw[offset..])?;
+                let last = self.runs.iter().position(|r| r.1 == offset + used)?;
+                if value.to_bits() != wall_time.to_bits()
+                    || !(first + 5..=first + 6).contains(&last)
+                    || clean::plain_timestamp(&raw[offset..offset + used]).map(f64::to_bits)
+                        != Some(value.to_bits())
+                    || !made.free(first..last + 1)
+                {
+                    return None;
+                }
+                Some(Stamp {
+                    first,
+                    offset,
+                    widths: self.runs[first..=last].iter().map(|r| r.1 - r.0).collect(),
+                })
+            }
+            _ => return None,
+        };
+        let mut exemplar = template::Exemplar::default();
+        exemplar.set(raw, &self.runs, |r| !made.is_literal(r));
+        Some(RawTemplate {
+            shape: template::Shape::new(&self.shape),
+            template: made,
+            of,
+            stamp,
+            rank: place.rank,
+            exemplar,
+        })
+    }
+
+    /// Debug builds: that `values`, read through template `of`, are what the general path reads from
+    /// the cleaned line `text`.
+    #[cfg(debug_assertions)]
+    fn assert_read_as_general(&self, text: &str, of: usize, values: &[template::Read]) {
+        let general: Vec<Pair<'static>> = pairs::pairs_with(text, self.separators())
+            .into_iter()
+            .map(Pair::into_owned)
+            .collect();
+        let read = self.templates[of].template.pairs_of(values);
+        let same = general.len() == read.len()
+            && general.iter().zip(&read).all(|(g, r)| {
+                g.key == r.key
+                    && match (&g.value, &r.value) {
+                        (
+                            Value::Number {
+                                value: a,
+                                unit: u,
+                                total: t,
+                            },
+                            Value::Number {
+                                value: b,
+                                unit: v,
+                                total: w,
+                            },
+                        ) => {
+                            (a == b || (a.is_nan() && b.is_nan()))
+                                && u == v
+                                && t.map(f64::to_bits) == w.map(f64::to_bits)
+                        }
+                        (a, b) => a == b,
+                    }
+            });
+        assert!(
+            same,
+            "a template read {text:?} otherwise than the general path: {read:?} against {general:?}"
+        );
+    }
+
     /// Reads a cleaned line through its skeleton's template: its family and its place among the
     /// family's lines, or `None` where it has no template or the template cannot read it.
     fn fast(&mut self, index: usize, text: &str, line: &clean::Place) -> Option<(usize, usize)> {
@@ -917,37 +1236,7 @@ impl<'v> Scanner<'v> {
             return None;
         }
         #[cfg(debug_assertions)]
-        {
-            let general: Vec<Pair<'static>> = pairs::pairs_with(text, self.separators())
-                .into_iter()
-                .map(Pair::into_owned)
-                .collect();
-            let read = self.templates[at].template.pairs_of(&values);
-            let same = general.len() == read.len()
-                && general.iter().zip(&read).all(|(g, r)| {
-                    g.key == r.key
-                        && match (&g.value, &r.value) {
-                            (
-                                Value::Number {
-                                    value: a,
-                                    unit: u,
-                                    total: t,
-                                },
-                                Value::Number {
-                                    value: b,
-                                    unit: v,
-                                    total: w,
-                                },
-                            ) => {
-                                (a == b || (a.is_nan() && b.is_nan()))
-                                    && u == v
-                                    && t.map(f64::to_bits) == w.map(f64::to_bits)
-                            }
-                            (a, b) => a == b,
-                        }
-                });
-            debug_assert!(same, "a template read {:?} otherwise than the general path: {read:?} against {general:?}", text);
-        }
+        self.assert_read_as_general(text, at, &values);
         let family = self.templates[at].family;
         let place = self.count(family, line.rank);
         self.close();
@@ -2003,6 +2292,59 @@ mod tests {
         (0..read.table.height)
             .map(|row| read.table.get(name, row))
             .collect()
+    }
+
+    #[test]
+    fn raw_lines_of_a_known_skeleton_are_read_without_cleaning_as_cleaning_would_read_them() {
+        // Two ranks taking turns, colour codes, a step counter and a rate that change width, a
+        // timestamp that moves (`[rank10]`), lines of other skeletons between them. Debug builds also
+        // read every line the general way and compare (Scanner::raw_fast); here the values are
+        // checked against what was printed, and most lines must have gone the raw way.
+        let mut log = String::new();
+        let mut printed = Vec::new();
+        for step in 1..=1500u32 {
+            for rank in [0u32, 10] {
+                let (loss, tps) = (f64::from(step % 97) / 8.0, 900 + step * 7);
+                let tps_text = if tps >= 1000 {
+                    format!("{},{:03}", tps / 1000, tps % 1000)
+                } else {
+                    tps.to_string()
+                };
+                log.push_str(&format!(
+                    "[rank{rank}]:[titan] 2026-04-18 22:{:02}:{:02},{:03} - root - INFO - \u{1b}[31mstep: {step:>3}  \u{1b}[38;2;180;60;0mloss: {loss:7.4}  tps: {tps_text}\u{1b}[39m\n",
+                    step / 60 % 60,
+                    step % 60,
+                    step % 1000,
+                ));
+                if rank == 0 {
+                    printed.push((step, loss, tps));
+                }
+            }
+            if step % 100 == 0 {
+                log.push_str(&format!("[rank0]:[titan] 2026-04-18 22:00:00,000 - root - INFO - saved checkpoint {step}\n"));
+            }
+        }
+        let scanner = scan_block(None, log.as_bytes());
+        assert!(
+            scanner.raw_reads > 2_900,
+            "{} lines read raw",
+            scanner.raw_reads
+        );
+        let read =
+            read_in_blocks(&mut log.as_bytes(), None, &[], Given::default(), usize::MAX).unwrap();
+        assert_eq!(read.table.height, 1500);
+        for (row, (step, loss, tps)) in printed.iter().enumerate() {
+            assert_eq!(read.table.get("step", row), Some(f64::from(*step)));
+            assert_eq!(read.table.get("loss", row), Some(*loss));
+            assert_eq!(read.table.get("tps", row), Some(f64::from(*tps)));
+            let wall = crate::values::parse_timestamp(&format!(
+                "2026-04-18 22:{:02}:{:02}.{:03}",
+                step / 60 % 60,
+                step % 60,
+                step % 1000
+            ));
+            assert_eq!(read.table.get("wall_time", row), wall, "row {row}");
+        }
     }
 
     #[test]
