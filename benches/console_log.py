@@ -1,11 +1,15 @@
 """A torchtitan-style console log of a given size, and the Python `re` loop a user would write to pull
-the same fields out of it (the anchor benches/console.sh times mfu against).
+the same fields out of it (the anchor benches/console.sh times mfu against): every number of each step
+line and its wall time (`re`), or only the step, the loss and a step time (`re-minimal`, the loop of
+the first measurements, kept to compare with them).
 
     python3 benches/console_log.py gen OUT.log SIZE_MB
     python3 benches/console_log.py re LOG
+    python3 benches/console_log.py re-minimal LOG
 """
 import re
 import sys
+from datetime import datetime
 
 HEAD = (
     "[rank0]:[titan] 2026-04-18 22:15:35,952 - root - INFO - CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory\n"
@@ -43,6 +47,39 @@ def gen(path, size_mb):
 
 
 def pull(path):
+    """The fields mfu writes: each step line's numbers and its wall time, tokens and step time."""
+    colour = re.compile(r"\x1b\[[0-9;]*m")
+    stamp = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+    step_line = re.compile(
+        r"step:\s*(\d+)\s+loss:\s*([-\d.]+)\s+grad_norm:\s*([-\d.]+)\s+memory:\s*([\d.]+)GiB\(([\d.]+)%\)"
+        r"\s+tps:\s*([\d,]+)\s+tflops:\s*([\d.]+)\s+mfu:\s*([\d.]+)%"
+    )
+    batch = re.compile(r"local batch size (\d+), global batch size (\d+).*sequence length (\d+)")
+    names = ("step", "loss", "grad_norm", "memory", "memory_pct", "tps", "tflops", "mfu")
+    columns = {name: [] for name in names + ("wall_time", "step_time", "tokens")}
+    local = seq = global_batch = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = colour.sub("", line)
+            m = step_line.search(line)
+            if m:
+                values = m.groups()
+                columns["step"].append(int(values[0]))
+                for name, value in zip(names[1:], values[1:]):
+                    columns[name].append(float(value.replace(",", "")))
+                s = stamp.search(line)
+                columns["wall_time"].append(datetime.fromisoformat(s.group(1)).timestamp() if s else None)
+                columns["step_time"].append(local * seq / columns["tps"][-1])
+                columns["tokens"].append(global_batch * seq)
+                continue
+            b = batch.search(line)
+            if b:
+                local, global_batch, seq = int(b.group(1)), int(b.group(2)), int(b.group(3))
+    print(f"{len(columns['step'])} steps, last wall time {columns['wall_time'][-1]}, tokens {columns['tokens'][-1]}")
+
+
+def pull_minimal(path):
+    """The least a user could pull: step, loss and a step time from the rate, no wall time."""
     # What a user writes: strip colours, one pattern for the step line, the batch line for tokens.
     colour = re.compile(r"\x1b\[[0-9;]*m")
     step_line = re.compile(
@@ -72,5 +109,7 @@ def pull(path):
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "re-minimal":
+        pull_minimal(sys.argv[2])
     else:
         pull(sys.argv[2])

@@ -798,7 +798,7 @@ fn read_console(
         ));
     }
     Ok(shapes::ShapedFrame {
-        frame: read.table.to_frame()?,
+        frame: read.table.into_frame()?,
         notes,
         facts: read.facts,
         warnings: read.warnings,

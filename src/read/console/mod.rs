@@ -270,7 +270,8 @@ type FastMap<K, V> = polars::prelude::PlHashMap<K, V>;
 /// A column as it is built: numbers and words side by side until the end says which it is.
 #[derive(Debug, Default)]
 struct Building {
-    numbers: Vec<Option<f64>>,
+    /// [`NONE`] where a row has no number.
+    numbers: Vec<f64>,
     /// The words, by row: most columns have none, so they are kept apart from the numbers.
     words: Vec<(usize, String)>,
     /// The last row written to: a key twice on one line keeps the line's first.
@@ -300,7 +301,8 @@ struct FamilyRows {
     lines: Vec<usize>,
     ranks: Vec<Option<u32>>,
     sizes: Vec<usize>,
-    wall_times: Vec<Option<f64>>,
+    /// [`NONE`] where a line has no timestamp.
+    wall_times: Vec<f64>,
     /// A digest of each rank's previous row: a line repeated verbatim is one step.
     previous: FastMap<Option<u32>, u64>,
     /// Each rank's first row and its digest (a block's first row may repeat the block before's last).
@@ -360,9 +362,9 @@ impl FamilyRows {
         self.lines.push(line);
         self.ranks.push(rank);
         self.sizes.push(size);
-        self.wall_times.push(wall_time);
+        self.wall_times.push(wall_time.unwrap_or(NONE));
         for column in &mut self.columns {
-            column.numbers.push(None);
+            column.numbers.push(NONE);
         }
         Some(row)
     }
@@ -379,7 +381,7 @@ impl FamilyRows {
                 self.names.push(name.clone());
                 let total = self.totals.contains(&normalise(key));
                 self.columns.push(Building {
-                    numbers: vec![None; row + 1],
+                    numbers: vec![NONE; row + 1],
                     whole: true,
                     total,
                     ..Building::default()
@@ -419,7 +421,7 @@ impl FamilyRows {
                 }
                 building.any_number = true;
                 building.whole &= v.fract() == 0.0 && v.abs() < 9e15;
-                building.numbers[row] = v.is_finite().then_some(v);
+                building.numbers[row] = if v.is_finite() { v } else { NONE };
             }
             Value::Text(t) => building.words.push((row, t.to_string())),
         }
@@ -510,7 +512,7 @@ impl FamilyRows {
                     None => {
                         self.names.push(name.clone());
                         self.columns.push(Building {
-                            numbers: vec![None; height],
+                            numbers: vec![NONE; height],
                             whole: true,
                             total: later.columns[c].total,
                             ..Building::default()
@@ -534,7 +536,7 @@ impl FamilyRows {
                 // Two of the later block's columns in one here: the first value of a row wins.
                 for (row, value) in building.numbers.into_iter().enumerate() {
                     let cell = &mut here.numbers[height + row];
-                    if cell.is_none() {
+                    if cell.is_nan() {
                         *cell = value;
                     }
                 }
@@ -553,7 +555,7 @@ impl FamilyRows {
         }
         for (t, column) in self.columns.iter_mut().enumerate() {
             if !filled[t] {
-                column.numbers.resize(height + added, None);
+                column.numbers.resize(height + added, NONE);
             }
         }
         self.lines
@@ -602,7 +604,7 @@ impl FamilyRows {
             ..Table::default()
         };
         let mut words_among_numbers = self.words_among_numbers;
-        let with_wall_time = self.wall_times.iter().any(Option::is_some)
+        let with_wall_time = self.wall_times.iter().any(|t| !t.is_nan())
             && !self.names.iter().any(|n| normalise(n) == "wall_time");
         if with_wall_time {
             table.names.push("wall_time".into());
@@ -1351,7 +1353,7 @@ fn summary_row(
     let runtime = number(SUMMARY_RUNTIME)?;
     let counted = progress.and_then(|rows| {
         let column = rows.columns.get(*rows.at.get("progress")?)?;
-        column.numbers.iter().rev().find_map(|v| *v)
+        column.numbers.iter().rev().find(|v| !v.is_nan()).copied()
     });
     let steps = counted
         .filter(|n| *n >= 1.0)
@@ -1436,14 +1438,11 @@ fn column_name(key: &str, unit: &str) -> String {
 type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
 
 /// A column of the rows read.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Column {
-    /// Numbers (null where a line lacks the key or wrote `nan`); `integer` for the step counter when
-    /// every value is whole.
-    Numbers {
-        values: Vec<Option<f64>>,
-        integer: bool,
-    },
+    /// Numbers, finite or [`NONE`] (where a line lacks the key or wrote `nan`); `integer` for the step
+    /// counter when every value is whole.
+    Numbers { values: Vec<f64>, integer: bool },
     /// Words (`bf16`, `n/a`) of a key that never holds a number.
     Text(Vec<Option<String>>),
 }
@@ -1464,7 +1463,7 @@ impl Table {
     /// The number in column `column` at `row`.
     pub fn number(&self, column: usize, row: usize) -> Option<f64> {
         match &self.columns[column] {
-            Column::Numbers { values, .. } => values[row],
+            Column::Numbers { values, .. } => Some(values[row]).filter(|v| !v.is_nan()),
             Column::Text(_) => None,
         }
     }
@@ -1477,10 +1476,10 @@ impl Table {
     /// Adds the column `name`, its value at each row worked out from the row (null where it cannot
     /// be); returns how many rows got one.
     fn fill(&mut self, name: &str, value: &dyn Fn(&Table, usize) -> Option<f64>) -> usize {
-        let values: Vec<Option<f64>> = (0..self.height)
-            .map(|row| value(self, row).filter(|v| v.is_finite()))
+        let values: Vec<f64> = (0..self.height)
+            .map(|row| value(self, row).filter(|v| v.is_finite()).unwrap_or(NONE))
             .collect();
-        let filled = values.iter().flatten().count();
+        let filled = values.iter().filter(|v| !v.is_nan()).count();
         self.names.push(name.to_string());
         self.columns.push(Column::Numbers {
             values,
@@ -1489,13 +1488,15 @@ impl Table {
         filled
     }
 
-    /// The table as a frame: numbers as Float64 (the step as Int64), words as String.
-    pub fn to_frame(&self) -> Result<polars::prelude::DataFrame, String> {
-        use polars::prelude::{IntoColumn, NamedFrom, Series};
+    /// The table as a frame: numbers as Float64 (the step as Int64), words as String. A column of
+    /// numbers becomes the frame's without a copy, [`NONE`] as null.
+    pub fn into_frame(self) -> Result<polars::prelude::DataFrame, String> {
+        use polars::prelude::{Float64Chunked, IntoColumn, IntoSeries, NamedFrom, Series};
+        let height = self.height;
         let columns = self
             .names
-            .iter()
-            .zip(&self.columns)
+            .into_iter()
+            .zip(self.columns)
             .map(|(name, column)| {
                 match column {
                     Column::Numbers {
@@ -1505,16 +1506,48 @@ impl Table {
                         name.into(),
                         values
                             .iter()
-                            .map(|v| v.map(|v| v as i64))
+                            .map(|v| (!v.is_nan()).then_some(*v as i64))
                             .collect::<Vec<Option<i64>>>(),
                     ),
-                    Column::Numbers { values, .. } => Series::new(name.into(), values),
+                    Column::Numbers { values, .. } => {
+                        let valid: polars_arrow::bitmap::Bitmap =
+                            values.iter().map(|v| !v.is_nan()).collect();
+                        let valid = (valid.unset_bits() > 0).then_some(valid);
+                        Float64Chunked::from_vec_validity(name.into(), values, valid).into_series()
+                    }
                     Column::Text(values) => Series::new(name.into(), values),
                 }
                 .into_column()
             })
             .collect();
-        polars::prelude::DataFrame::new(self.height, columns).map_err(|e| e.to_string())
+        polars::prelude::DataFrame::new(height, columns).map_err(|e| e.to_string())
+    }
+}
+
+/// Where a column of numbers has none: NaN, as no number read is kept unless finite.
+const NONE: f64 = f64::NAN;
+
+impl PartialEq for Column {
+    /// Numbers compare bit for bit ([`NONE`] equals itself).
+    fn eq(&self, other: &Column) -> bool {
+        match (self, other) {
+            (
+                Column::Numbers { values, integer },
+                Column::Numbers {
+                    values: v,
+                    integer: i,
+                },
+            ) => {
+                integer == i
+                    && values.len() == v.len()
+                    && values
+                        .iter()
+                        .zip(v)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+            }
+            (Column::Text(a), Column::Text(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
@@ -1670,6 +1703,8 @@ struct BlockReader<'s> {
     source: Truncating<'s>,
     size: usize,
     buffer: Vec<u8>,
+    /// Blocks scanned, whose memory the next blocks take (fresh memory costs a page fault a page).
+    spare: Vec<Vec<u8>>,
     eof: bool,
     /// The log's last byte.
     last: Option<u8>,
@@ -1687,6 +1722,7 @@ impl<'s> BlockReader<'s> {
             source: Truncating { source, line: 0 },
             size,
             buffer: Vec::new(),
+            spare: Vec::new(),
             eof: false,
             last: None,
         }
@@ -1760,12 +1796,22 @@ impl<'s> BlockReader<'s> {
         None
     }
 
+    /// Takes back a block that has been scanned.
+    fn give_back(&mut self, block: Vec<u8>) {
+        if self.spare.len() < 8 {
+            self.spare.push(block);
+        }
+    }
+
     /// The next block, `None` at the end of the log.
     fn next_block(&mut self) -> std::io::Result<Option<Vec<u8>>> {
         loop {
             if self.buffer.len() > self.size {
                 if let Some(cut) = self.cut() {
-                    let rest = self.buffer[cut..].to_vec();
+                    let mut rest = self.spare.pop().unwrap_or_default();
+                    rest.clear();
+                    rest.reserve(self.size.min(BLOCK) + 2 * READ_BYTES);
+                    rest.extend_from_slice(&self.buffer[cut..]);
                     let mut block = std::mem::replace(&mut self.buffer, rest);
                     block.truncate(cut);
                     return Ok(Some(block));
@@ -1858,6 +1904,9 @@ pub fn read_in_blocks(
         );
         batch = read.map_err(|e| e.to_string())?;
         scanned = now;
+        for block in current {
+            blocks.give_back(block);
+        }
     }
     let ends_with_newline = blocks.last == Some(b'\n');
     let Merged {
