@@ -420,7 +420,7 @@ impl FamilyRows {
                     building.unit = unit.to_string();
                 }
                 building.any_number = true;
-                building.whole &= v.fract() == 0.0 && v.abs() < 9e15;
+                building.whole = building.whole && v.fract() == 0.0 && v.abs() < 9e15;
                 building.numbers[row] = if v.is_finite() { v } else { NONE };
             }
             Value::Text(t) => building.words.push((row, t.to_string())),
@@ -1393,7 +1393,7 @@ fn summary_row(
 /// numbers besides its step) with a step counter and at least two other numbers; if so, the framework
 /// its markers name.
 pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
-    let framework = vocabulary().framework_of(head(text));
+    let framework = vocabulary().framework_of(head(text).as_bytes());
     let mut counts: HashMap<(String, bool), usize> = HashMap::new();
     let (mut seen, mut rich) = (0, false);
     scan(text, framework, |r| {
@@ -1860,7 +1860,7 @@ pub fn read_in_blocks(
     let head = blocks.head().map_err(|e| e.to_string())?;
     let framework = framework
         .and_then(|name| vocab.framework(name))
-        .or_else(|| vocab.framework_of(&String::from_utf8_lossy(head)));
+        .or_else(|| vocab.framework_of(head));
     // One pass: every training line goes to its family's rows, the others to the facts reader. The
     // log's blocks are read by as many threads as there are and put together in order, as one pass
     // would have: the same rows whatever the thread count. A batch of blocks is scanned while the

@@ -203,9 +203,8 @@ struct Slot {
     unit: Box<str>,
     total: bool,
     finite: bool,
-    /// A plain number (`12`, `-0.25`, `35.13` of `35.13GiB`): read from its runs directly, whether it
-    /// has a fraction and whether it is negative.
-    plain: Option<(bool, bool)>,
+    /// A plain number (`12`, `-0.25`, `70,660`, `35.13` of `35.13GiB`): read from its runs directly.
+    plain: Option<Plain>,
 }
 
 /// Powers of ten exactly representable as `f64`.
@@ -213,55 +212,90 @@ const POWERS_OF_TEN: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
+/// How a plain number is written: its integer part in `groups` digit runs (`70,660` is two, joined by
+/// thousands commas), maybe a fraction run, maybe a minus sign.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Plain {
+    groups: usize,
+    fraction: bool,
+    negative: bool,
+}
+
+impl Plain {
+    /// The digit runs it is written in.
+    fn runs(&self) -> usize {
+        self.groups + usize::from(self.fraction)
+    }
+}
+
 /// Whether the number read from `text` at the digit runs from `first` is plain: its digits (an integer
-/// part and maybe a fraction) are all it is, with no thousands groups, exponent or total, so that it
-/// can be read from its runs; `(fraction, negative)` then.
-fn plain_number(
-    text: &str,
-    runs: &[(usize, usize)],
-    first: usize,
-    before: usize,
-) -> Option<(bool, bool)> {
+/// part, maybe in thousands groups, and maybe a fraction) are all it is, with no exponent or total, so
+/// that it can be read from its runs.
+fn plain_number(text: &str, runs: &[(usize, usize)], first: usize, before: usize) -> Option<Plain> {
+    let bytes = text.as_bytes();
     let (a, b) = runs[first];
     // `.5` is a fraction whose integer part is not written: not plain.
-    if a > 0 && text.as_bytes()[a - 1] == b'.' {
+    if a > 0 && bytes[a - 1] == b'.' {
         return None;
     }
     // A sign is the number's only inside its text (`-1.5`, not the `-` of `step-10`).
-    let signed = before > 0 && matches!(text.as_bytes()[a - 1], b'-' | b'+');
-    let negative = signed && text.as_bytes()[a - 1] == b'-';
+    let signed = before > 0 && matches!(bytes[a - 1], b'-' | b'+');
+    let negative = signed && bytes[a - 1] == b'-';
     let start = a - usize::from(signed);
     let (_, used) = super::pairs::leading_number(&text[start..])?;
     let end = start + used;
+    // Thousands groups: `,` and three digits, after one to three.
+    let (mut groups, mut integer_end) = (1, b);
+    if b - a <= 3 {
+        while let Some(&(c, d)) = runs.get(first + groups) {
+            if !(c == integer_end + 1 && bytes[integer_end] == b',' && d - c == 3) {
+                break;
+            }
+            groups += 1;
+            integer_end = d;
+        }
+    }
     let fraction = runs
-        .get(first + 1)
-        .is_some_and(|&(c, d)| c == b + 1 && text.as_bytes()[b] == b'.' && end == d);
-    if !(fraction || end == b) || text[end..].starts_with([',', '.', 'e', 'E']) {
+        .get(first + groups)
+        .is_some_and(|&(c, d)| c == integer_end + 1 && bytes[integer_end] == b'.' && end == d);
+    if !(fraction || end == integer_end) || text[end..].starts_with([',', '.', 'e', 'E']) {
         return None;
     }
-    Some((fraction, negative))
+    Some(Plain {
+        groups,
+        fraction,
+        negative,
+    })
 }
 
 /// The value of a plain number from its runs: the integer of its digits over the power of ten of its
 /// fraction, both exact in `f64` up to 15 digits, so one correctly rounded division gives what
-/// `str::parse` gives; `None` for longer numbers.
-fn plain_value(
-    text: &[u8],
-    runs: &[(usize, usize)],
-    first: usize,
-    (fraction, negative): (bool, bool),
-) -> Option<f64> {
-    let (a, b) = runs[first];
-    let (c, d) = if fraction { runs[first + 1] } else { (b, b) };
-    if (b - a) + (d - c) > 15 {
+/// `str::parse` gives; `None` for longer numbers, and for thousands groups the tokenizer would not read
+/// as one (a first group of more than three digits, a later one of other than three).
+fn plain_value(text: &[u8], runs: &[(usize, usize)], first: usize, plain: Plain) -> Option<f64> {
+    let integer = &runs[first..first + plain.groups];
+    if plain.groups > 1
+        && (integer[0].1 - integer[0].0 > 3 || integer[1..].iter().any(|(a, b)| b - a != 3))
+    {
+        return None;
+    }
+    let fraction = if plain.fraction {
+        runs[first + plain.groups]
+    } else {
+        (0, 0)
+    };
+    let digits: usize = integer.iter().map(|(a, b)| b - a).sum::<usize>() + fraction.1 - fraction.0;
+    if digits > 15 {
         return None;
     }
     let mut m: u64 = 0;
-    for &digit in text[a..b].iter().chain(&text[c..d]) {
-        m = m * 10 + u64::from(digit - b'0');
+    for &(a, b) in integer.iter().chain(std::iter::once(&fraction)) {
+        for &digit in &text[a..b] {
+            m = m * 10 + u64::from(digit - b'0');
+        }
     }
-    let value = m as f64 / POWERS_OF_TEN[d - c];
-    Some(if negative { -value } else { value })
+    let value = m as f64 / POWERS_OF_TEN[fraction.1 - fraction.0];
+    Some(if plain.negative { -value } else { value })
 }
 
 /// How the lines of one skeleton are read.
@@ -330,7 +364,7 @@ impl Template {
                 // `2fp4`, is text that must be read) and give the value the tokenizer read, bit for
                 // bit.
                 plain: plain_number(text, runs, first, head.len()).filter(|plain| {
-                    last == first + usize::from(plain.0)
+                    last + 1 == first + plain.runs()
                         && total.is_none()
                         && plain_value(text.as_bytes(), runs, first, *plain)
                             .is_some_and(|v| v.to_bits() == value.to_bits())
@@ -504,6 +538,11 @@ mod tests {
             read_through("step: 1 tps: 70,660", "step: 1 tps: 70,66"),
             None
         );
+        // A first group too long to be one: the tokenizer reads 1170 and stops.
+        assert_eq!(
+            read_through("step: 1 tps: 70,660", "step: 1 tps: 1170,660"),
+            None
+        );
         // A unit with a digit: the number's own runs are not all its text (found by the
         // console_lines fuzz target).
         assert_eq!(read_through("step: 1 it 2fp4/", "step: 1 it 2fp8/"), None);
@@ -526,7 +565,19 @@ mod tests {
                     .map(|i| char::from(b'0' + ((r >> (i * 4)) % 10) as u8))
                     .collect()
             };
-            let int = digits(int_len, next());
+            let mut int = digits(int_len, next());
+            // Thousands groups, the way `{:,}` writes them.
+            if next() % 3 == 0 {
+                let (head, tail) = int.split_at(int.len() % 3);
+                let mut grouped = head.to_string();
+                for group in tail.as_bytes().chunks(3) {
+                    if !grouped.is_empty() {
+                        grouped.push(',');
+                    }
+                    grouped.push_str(std::str::from_utf8(group).unwrap());
+                }
+                int = grouped;
+            }
             let text = if frac_len > 0 {
                 format!("x -{int}.{}s", digits(frac_len, next()))
             } else {
@@ -535,7 +586,9 @@ mod tests {
             let mut runs = Vec::new();
             skeleton(&text, &mut Vec::new(), &mut runs);
             let plain = plain_number(&text, &runs, 0, 1).expect("plain");
-            let expected: f64 = text[2..text.len() - 1].parse().unwrap();
+            let expected: f64 = text[2..text.len() - 1].replace(',', "").parse().unwrap();
+            let (token, _) = super::super::pairs::leading_number(&text[2..]).unwrap();
+            assert_eq!(token.to_bits(), expected.to_bits(), "{text}");
             let got = plain_value(text.as_bytes(), &runs, 0, plain).unwrap();
             assert_eq!(got.to_bits(), expected.to_bits(), "{text}");
         }
@@ -545,8 +598,8 @@ mod tests {
         skeleton(text, &mut Vec::new(), &mut runs);
         let plain = plain_number(text, &runs, 0, 0).expect("plain");
         assert_eq!(plain_value(text.as_bytes(), &runs, 0, plain), None);
-        // Thousands groups and exponents are not plain.
-        for text in ["x 1,234", "x 1.5e3", "x 12.5.3"] {
+        // Exponents, and commas that are no thousands groups, are not plain.
+        for text in ["x 1234,567", "x 1,23", "x 1.5e3", "x 12.5.3"] {
             let mut runs = Vec::new();
             skeleton(text, &mut Vec::new(), &mut runs);
             assert_eq!(plain_number(text, &runs, 0, 0), None, "{text}");

@@ -241,10 +241,15 @@ impl Vocabulary {
     }
 
     /// The framework the log's text names, by its markers (the first entry whose marker appears).
-    pub fn framework_of(&self, text: &str) -> Option<&Framework> {
-        self.frameworks
-            .iter()
-            .find(|f| f.markers.iter().any(|m| text.contains(m.as_str())))
+    /// The first framework (in the table's order) one of whose markers `text` holds. Markers are
+    /// searched as bytes with `memchr`'s SIMD search: `str::contains` over a log's 4 MiB head, marker by
+    /// marker, took a fiftieth of reading a torchtitan log.
+    pub fn framework_of(&self, text: &[u8]) -> Option<&Framework> {
+        self.frameworks.iter().find(|f| {
+            f.markers
+                .iter()
+                .any(|m| memchr::memmem::find(text, m.as_bytes()).is_some())
+        })
     }
 
     pub fn framework(&self, name: &str) -> Option<&Framework> {
