@@ -360,11 +360,19 @@ impl Template {
                 unit: unit.into(),
                 total: total.is_some(),
                 finite: value.is_finite(),
-                // Plain only where its runs are all the digits of its text (a digit in its unit,
-                // `2fp4`, is text that must be read) and give the value the tokenizer read, bit for
-                // bit.
+                // Plain only where its runs give the value the tokenizer read, bit for bit, and
+                // every other digit of its text is in the note after its unit, which the tokenizer
+                // passes over (`(92.83%)` of `29.11GiB(92.83%)`): a digit in its unit (`2fp4`) is
+                // text that must be read.
                 plain: plain_number(text, runs, first, head.len()).filter(|plain| {
-                    last + 1 == first + plain.runs()
+                    let number_end = runs[first + plain.runs() - 1].1;
+                    let unit_end = number_end + unit.len();
+                    let in_note = |r: &(usize, usize)| {
+                        text[number_end..].starts_with(unit)
+                            && text.as_bytes().get(unit_end) == Some(&b'(')
+                            && r.0 > unit_end
+                    };
+                    runs[first + plain.runs()..=last].iter().all(in_note)
                         && total.is_none()
                         && plain_value(text.as_bytes(), runs, first, *plain)
                             .is_some_and(|v| v.to_bits() == value.to_bits())
@@ -542,6 +550,11 @@ mod tests {
         assert_eq!(
             read_through("step: 1 tps: 70,660", "step: 1 tps: 1170,660"),
             None
+        );
+        // A note after the unit is passed over, a number in it not read: the note's digits are free.
+        assert_eq!(
+            read_through("step: 1 mem: 2.5GiB(9.5%)", "step: 2 mem: 3.5GiB(19.25%)"),
+            Some(general("step: 2 mem: 3.5GiB(19.25%)"))
         );
         // A unit with a digit: the number's own runs are not all its text (found by the
         // console_lines fuzz target).
