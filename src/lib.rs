@@ -20,6 +20,7 @@ pub mod compute;
 pub mod conventions;
 pub mod enrich;
 pub mod flops;
+pub mod goodput;
 pub mod peaks;
 pub mod pipeline;
 pub mod plot;

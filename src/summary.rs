@@ -89,7 +89,7 @@ fn push_distinct<T: PartialEq>(list: &mut Vec<T>, v: T) {
 }
 
 /// Column `name` of `df` as f64 values, when it exists.
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<f64>>>> {
+pub fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<f64>>>> {
     match df.column(name) {
         Ok(c) => Ok(Some(c.cast(&DataType::Float64)?.f64()?.iter().collect())),
         Err(_) => Ok(None),
@@ -109,6 +109,28 @@ fn strings(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<String>
     }
 }
 
+/// Each row's run key: the values of the group's columns, or the input's name (`source`).
+pub fn row_keys(
+    df: &DataFrame,
+    source: &str,
+    group: &GroupBy,
+) -> PolarsResult<Vec<Vec<Option<String>>>> {
+    Ok(match group {
+        GroupBy::File => vec![vec![Some(source.to_string())]; df.height()],
+        GroupBy::Columns(cols) => {
+            let mut per_col = Vec::with_capacity(cols.len());
+            for c in cols {
+                per_col.push(strings(df, c)?.ok_or_else(
+                    || polars_err!(ColumnNotFound: "--by {c}: {source} has no such column"),
+                )?);
+            }
+            (0..df.height())
+                .map(|row| per_col.iter().map(|col| col[row].clone()).collect())
+                .collect()
+        }
+    })
+}
+
 /// Summarises every run in `inputs`, runs in order of first appearance. `skip_steps` leaves out each run's
 /// first steps (warm-up): rows whose step is below the run's first step + `skip_steps`.
 pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<RunSummary>> {
@@ -117,22 +139,7 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
     for input in inputs {
         let df = input.frame;
         let v = input.values;
-        let keys: Vec<Vec<Option<String>>> = match &input.group {
-            GroupBy::File => vec![vec![Some(input.source.to_string())]; df.height()],
-            GroupBy::Columns(cols) => {
-                let mut per_col = Vec::with_capacity(cols.len());
-                for c in cols {
-                    per_col.push(
-                        strings(df, c)?.ok_or_else(|| {
-                            polars_err!(ColumnNotFound: "--by {c}: {} has no such column", input.source)
-                        })?,
-                    );
-                }
-                (0..df.height())
-                    .map(|row| per_col.iter().map(|col| col[row].clone()).collect())
-                    .collect()
-            }
-        };
+        let keys = row_keys(df, input.source, &input.group)?;
         let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?.unwrap_or_else(|| vec![None; df.height()]);
         let mfu = f64s(df, MFU_WALL_CLOCK)?.unwrap_or_else(|| vec![None; df.height()]);
         let mfu_fb = f64s(df, MFU_FWD_BWD)?.unwrap_or_else(|| vec![None; df.height()]);
@@ -297,7 +304,7 @@ fn finish(acc: Accumulator) -> RunSummary {
 /// row stands for as many steps as the gap after it when its step is at least that gap (step 10 of rows
 /// at 10, 20, 30), else for one. A row whose step does not move on from the one before, or without a
 /// step, stands for one.
-fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f64> {
+pub fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f64> {
     let mut spans = vec![1.0; keys.len()];
     if steps.len() != keys.len() {
         return spans;

@@ -4,6 +4,7 @@ mod util;
 
 mod architecture;
 mod cmd_enrich;
+mod cmd_goodput;
 mod cmd_lookup;
 mod cmd_peaks;
 mod cmd_plot;

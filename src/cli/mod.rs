@@ -3,6 +3,7 @@
 
 mod enrich;
 mod flops;
+mod goodput;
 mod lookup;
 mod peaks;
 mod plot;
@@ -34,6 +35,7 @@ pub struct Cli {
 pub enum Command {
     Enrich(Box<enrich::EnrichArgs>),
     Flops(flops::FlopsArgs),
+    Goodput(Box<goodput::GoodputArgs>),
     Peaks(peaks::PeaksArgs),
     Plot(Box<plot::PlotArgs>),
     Report(Box<report::ReportPageArgs>),
@@ -46,6 +48,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Enrich(args) => enrich::run(&args),
         Command::Flops(args) => flops::run(&args),
+        Command::Goodput(args) => goodput::run(&args),
         Command::Peaks(args) => peaks::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Report(args) => report::run(&args),

@@ -238,6 +238,7 @@ impl SourceArgs {
             peaks: self.table.peaks.clone(),
             peak_flops: self.table.peak_flops,
             window,
+            optional_fields: false,
             storage: Default::default(),
             convention: self.convention,
             logged_convention: self.logged_convention,
@@ -246,7 +247,12 @@ impl SourceArgs {
 
     /// The plan for these flags.
     pub fn plan(&self, window: Option<usize>) -> Result<Plan, PipelineError> {
-        let plan = Plan::new(&self.options(window))?;
+        self.plan_of(&self.options(window))
+    }
+
+    /// The plan of `options` (this command's, changed by it), staged as `-v` says.
+    pub fn plan_of(&self, options: &Options) -> Result<Plan, PipelineError> {
+        let plan = Plan::new(options)?;
         if self.report.verbose {
             for line in plan.staged_summary() {
                 eprintln!("mfu: {line}");

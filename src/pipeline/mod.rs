@@ -13,6 +13,7 @@
 pub mod arrow;
 pub mod destination;
 pub mod enrich;
+pub mod goodput;
 pub mod job;
 mod stream;
 pub mod summary;
@@ -90,6 +91,9 @@ pub struct Options {
     pub peak_flops: Option<f64>,
     /// Rolling means over this many rows of each run.
     pub window: Option<usize>,
+    /// No field is required: a field no column, flag or fact gives is left empty (and MFU with it)
+    /// instead of an error. For `mfu goodput`, whose time buckets need only steps and times.
+    pub optional_fields: bool,
     /// Whose count of FLOPs per token a model configuration is counted with (mfu's own by default).
     pub convention: crate::conventions::Convention,
     /// The convention a log's own MFU counted FLOPs with: `mfu_logged_corrected` re-bases its numerator
@@ -130,7 +134,7 @@ impl Options {
                 convention: self.convention,
                 cumulative: self.cumulative.clone(),
                 timing_optional: false,
-                lenient: false,
+                lenient: self.optional_fields,
                 facts: Vec::new(),
                 hints: Vec::new(),
             },

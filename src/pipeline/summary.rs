@@ -16,7 +16,33 @@ pub fn summarize_runs(
     by: &[String],
     skip_steps: f64,
 ) -> Result<(Vec<String>, Vec<RunSummary>), PipelineError> {
-    let (key_names, groups): (Vec<String>, Vec<GroupBy>) = if by.is_empty() {
+    let (key_names, groups) = run_groups(loaded, by)?;
+    let inputs: Vec<SummaryInput> = loaded
+        .iter()
+        .zip(groups)
+        .map(|((display, l), group)| SummaryInput {
+            source: display,
+            frame: &l.enriched.frame,
+            values: &l.enriched.values,
+            device_column: match l.enriched.mapping.source(Field::DeviceName) {
+                FieldSource::Column { name, .. } => Some(name.as_str()),
+                _ => None,
+            },
+            group,
+        })
+        .collect();
+    let runs = summarize(&inputs, skip_steps).map_err(PipelineError::Combine)?;
+    Ok((key_names, runs))
+}
+
+/// How each of `loaded`'s inputs splits into runs: by the `by` keys (a column, or a field name such as
+/// `run_id`), else each input's run_id field, else the input itself; and the key columns' names (a key
+/// named like a summary column is written `by_<key>`; without keys, `run_id` or `source_file`).
+pub fn run_groups(
+    loaded: &[(String, Loaded)],
+    by: &[String],
+) -> Result<(Vec<String>, Vec<GroupBy>), PipelineError> {
+    Ok(if by.is_empty() {
         let any_run = loaded.iter().any(|(_, l)| l.column_for("run_id").is_some());
         let groups = loaded
             .iter()
@@ -51,21 +77,5 @@ pub fn summarize_runs(
             })
             .collect();
         (names, groups)
-    };
-    let inputs: Vec<SummaryInput> = loaded
-        .iter()
-        .zip(groups)
-        .map(|((display, l), group)| SummaryInput {
-            source: display,
-            frame: &l.enriched.frame,
-            values: &l.enriched.values,
-            device_column: match l.enriched.mapping.source(Field::DeviceName) {
-                FieldSource::Column { name, .. } => Some(name.as_str()),
-                _ => None,
-            },
-            group,
-        })
-        .collect();
-    let runs = summarize(&inputs, skip_steps).map_err(PipelineError::Combine)?;
-    Ok((key_names, runs))
+    })
 }

@@ -1,0 +1,247 @@
+//! `mfu goodput`: where each run's time went, one row per run.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
+use mfu::write::{write_file, write_stdout, OutputFormat};
+
+use super::aligned_table;
+use super::source::{load_reported, remote_output, SourceArgs};
+
+/// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
+///
+/// Reads the inputs as `mfu enrich` does (same flags). Each run's rows, in log order, are split into
+/// attempts where the step counter does not go forward (a relaunch resuming from a checkpoint); a row
+/// that a later attempt ran again is wasted progress. Every second from the start of the first step to
+/// the end of the last is in one bucket: productive, wasted progress, start-up (an attempt's first
+/// step beyond the ideal step time), pauses (between two steps of one attempt, beyond the step's own
+/// time), recovery (between attempts) and other. Also goodput (productive / elapsed), MFU over the
+/// productive and over the elapsed time, device-hours lost and straggler steps. Wall times come from
+/// the rows (`wall_time`, `_timestamp`, `timestamp`, console timestamps); where a run has none, what
+/// cannot be measured is left empty and said in `notes`. docs/goodput.md has the rules.
+///
+/// Examples:
+///   mfu goodput train.log --dtype bf16 --flops-per-token 6.2e9
+///   mfu goodput runs/ --by run_id --format csv -o goodput.csv
+///   mfu goodput metrics.csv --format json
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct GoodputArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Split the rows into runs by this column (or a field name such as run_id). Repeatable. Default: the
+    /// run_id field, else each input is one run (all its attempts).
+    #[arg(long = "by", value_name = "KEY")]
+    pub by: Vec<String>,
+
+    /// Output format; default: table on a terminal (times in h:mm:ss, shares in percent), csv otherwise
+    /// (seconds and fractions).
+    #[arg(long, value_enum)]
+    pub format: Option<GoodputFormat>,
+
+    /// Write to FILE instead of standard output (format from its extension unless --format).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GoodputFormat {
+    /// Aligned columns for reading.
+    Table,
+    Csv,
+    /// A JSON array of objects.
+    Json,
+    Parquet,
+}
+
+pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
+    // A run's time needs only its steps and times: a field nothing gives leaves MFU empty, no error.
+    let mut options = args.source.options(None);
+    options.optional_fields = true;
+    let plan = args.source.plan_of(&options)?;
+    let remote = match args.output.as_deref() {
+        Some(path) => remote_output(path, &plan, args.force)?,
+        None => None,
+    };
+    let output: Option<PathBuf> = match &remote {
+        Some((_, local, _)) => Some(local.clone()),
+        None => args.output.clone(),
+    };
+    let force = args.force || remote.is_some();
+    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
+    if loaded.is_empty() {
+        bail!("no input could be read");
+    }
+    let (key_names, runs) = goodput_runs(&loaded, &args.by)?;
+    let format =
+        args.format.unwrap_or_else(
+            || match output.as_deref().and_then(OutputFormat::from_path) {
+                Some(OutputFormat::Parquet) => GoodputFormat::Parquet,
+                Some(OutputFormat::Csv) => GoodputFormat::Csv,
+                Some(OutputFormat::Jsonl) => GoodputFormat::Json,
+                None => match super::list_format_or_default(None) {
+                    super::ListFormat::Table if output.is_none() => GoodputFormat::Table,
+                    _ => GoodputFormat::Csv,
+                },
+            },
+        );
+    let metadata = vec![(
+        "mfu.version".to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    )];
+    match format {
+        GoodputFormat::Table | GoodputFormat::Json => {
+            let text = if format == GoodputFormat::Table {
+                table_text(&key_names, &runs)
+            } else {
+                json_text(&key_names, &runs)?
+            };
+            match &output {
+                Some(path) => {
+                    if !force && path.exists() {
+                        bail!(
+                            "{}: already exists; add --force to replace it",
+                            path.display()
+                        );
+                    }
+                    mfu::write::atomic::write_bytes(path, text.as_bytes(), force)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())?;
+                    out.flush()?;
+                }
+            }
+        }
+        GoodputFormat::Csv | GoodputFormat::Parquet => {
+            let out_format = if format == GoodputFormat::Csv {
+                OutputFormat::Csv
+            } else {
+                OutputFormat::Parquet
+            };
+            let mut df = to_frame(&key_names, &runs)?;
+            match &output {
+                Some(path) => write_file(path, out_format, &mut df, &metadata, force)?,
+                None => write_stdout(out_format, &mut df, &metadata)?,
+            }
+        }
+    }
+    if let Some((remote, local, _folder)) = remote {
+        remote.upload(&local, args.force)?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Seconds as `h:mm:ss` (`12.3s` under a minute); `-` where unknown.
+fn duration(seconds: Option<f64>) -> String {
+    match seconds {
+        None => "-".into(),
+        Some(s) if s < 60.0 => format!("{s:.1}s"),
+        Some(s) => {
+            let s = s.round() as u64;
+            format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+        }
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |m| format!("{:.1}", m * 100.0))
+}
+
+fn table_text(keys: &[String], runs: &[RunGoodput]) -> String {
+    let mut header: Vec<&str> = keys.iter().map(String::as_str).collect();
+    header.extend([
+        "attempts",
+        "steps kept/executed",
+        "elapsed",
+        "goodput %",
+        "productive",
+        "wasted",
+        "recovery",
+        "start-up",
+        "pauses",
+        "other",
+        "MFU productive %",
+        "MFU effective %",
+        "device-h lost",
+        "notes",
+    ]);
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let g = &r.goodput;
+            let mut row: Vec<String> = r
+                .keys
+                .iter()
+                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            row.extend([
+                g.attempts.to_string(),
+                format!("{}/{}", g.steps_kept, g.steps_executed),
+                duration(g.elapsed_s),
+                pct(g.goodput),
+                duration(g.productive_s),
+                duration(g.wasted_progress_s),
+                duration(g.recovery_s),
+                duration(g.startup_s),
+                duration(g.pause_s),
+                duration(g.other_s),
+                pct(g.mfu_productive),
+                pct(g.mfu_effective),
+                g.device_hours_lost
+                    .map_or("-".into(), |h| format!("{h:.2}")),
+                g.notes.join("; "),
+            ]);
+            row
+        })
+        .collect();
+    aligned_table(&header, &rows)
+}
+
+fn json_text(keys: &[String], runs: &[RunGoodput]) -> anyhow::Result<String> {
+    let rows: Vec<serde_json::Value> = (0..runs.len())
+        .map(|row| {
+            let mut o = serde_json::Map::new();
+            for (k, key) in keys.iter().enumerate() {
+                o.insert(key.clone(), serde_json::json!(runs[row].keys[k]));
+            }
+            let g = &runs[row].goodput;
+            // Counts as integers where they are whole (120 steps, not 120.0).
+            let count = |v: f64| {
+                mfu::summary::whole(v).map_or(serde_json::json!(v), |i| serde_json::json!(i))
+            };
+            let values = serde_json::json!({
+                "attempts": g.attempts, "steps_executed": count(g.steps_executed),
+                "steps_kept": count(g.steps_kept), "steps_redone": count(g.steps_redone),
+                "elapsed_s": g.elapsed_s, "productive_s": g.productive_s,
+                "wasted_progress_s": g.wasted_progress_s, "recovery_s": g.recovery_s,
+                "startup_s": g.startup_s, "pause_s": g.pause_s, "other_s": g.other_s,
+                "goodput": g.goodput, "ideal_step_time_s": g.ideal_step_time_s,
+                "mfu_productive": g.mfu_productive, "mfu_effective": g.mfu_effective,
+                "device_hours_lost": g.device_hours_lost, "straggler_steps": count(g.straggler_steps),
+                "straggler_s": g.straggler_s, "wall_time_column": runs[row].wall_time_column,
+                "notes": g.notes, "source_files": runs[row].sources,
+            });
+            for name in GOODPUT_COLUMNS {
+                o.insert(name.to_string(), values[name].clone());
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}

@@ -1,0 +1,475 @@
+//! Goodput: where a run's elapsed time went, from the rows its log already holds.
+//!
+//! A run is its rows in log order, every attempt's included (a relaunch that resumes from a checkpoint
+//! logs some steps again). An *attempt* starts where the step counter does not go forward. A row is
+//! *kept* unless a later attempt started at or before its step (the later attempt threw it away and
+//! ran it again). Every second from the start of the run's first step to the end of its last is in
+//! exactly one bucket:
+//!
+//! - `productive`: kept rows at their step time, less the start-up excess of an attempt's first row;
+//! - `wasted_progress`: rows a later attempt ran again, at their step time (less start-up excess);
+//! - `startup`: an attempt's first row's excess over the run's ideal step time (compilation, warm-up);
+//! - `pause`: the time between two rows of one attempt beyond the later row's step time (evaluation,
+//!   checkpoints, stalls);
+//! - `recovery`: from the end of an attempt's last row to the start of the next attempt's first;
+//! - `other`: what is left (never negative; non-zero only where the log's clocks disagree).
+//!
+//! The ideal step time is Google's rule (ml-goodput-measurement): the mean of the per-step times within
+//! median + 3 MAD, over every row but attempts' first. A row's wall time is when it was logged, the end
+//! of its step(s); a row logged every k steps covers k steps (`span`). docs/goodput.md has the rules
+//! side by side with Google's goodput and Meta's effective training time.
+
+/// One row of a run, as the log gives it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Row {
+    pub step: Option<f64>,
+    /// Seconds since the epoch when the row was logged (the end of its step).
+    pub wall_time: Option<f64>,
+    /// Seconds a step took.
+    pub step_time: Option<f64>,
+    /// Steps the row covers (1, or k for a row logged every k steps).
+    pub span: f64,
+    /// Model FLOPs the row's steps did.
+    pub flops: Option<f64>,
+    /// The devices' dense peak FLOP/s together (devices x peak per device).
+    pub capacity: Option<f64>,
+    pub devices: Option<f64>,
+}
+
+/// Where one run's time went. Times in seconds; `None` where the log cannot tell (see `notes`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Goodput {
+    pub attempts: usize,
+    pub steps_executed: f64,
+    pub steps_kept: f64,
+    pub steps_redone: f64,
+    pub elapsed_s: Option<f64>,
+    pub productive_s: Option<f64>,
+    pub wasted_progress_s: Option<f64>,
+    pub recovery_s: Option<f64>,
+    pub startup_s: Option<f64>,
+    pub pause_s: Option<f64>,
+    pub other_s: Option<f64>,
+    /// productive / elapsed.
+    pub goodput: Option<f64>,
+    pub ideal_step_time_s: Option<f64>,
+    /// FLOPs of kept rows / (capacity x productive time).
+    pub mfu_productive: Option<f64>,
+    /// FLOPs of kept rows / (capacity x elapsed time): goodput x mfu_productive.
+    pub mfu_effective: Option<f64>,
+    /// Devices x (elapsed - productive), in hours.
+    pub device_hours_lost: Option<f64>,
+    /// Steps slower than median + 3 MAD (attempts' first rows aside), and the time they took beyond the
+    /// ideal step time.
+    pub straggler_steps: f64,
+    pub straggler_s: Option<f64>,
+    /// What could not be measured, and why; what the log's clocks got wrong.
+    pub notes: Vec<String>,
+}
+
+/// The median of `values` (sorted in place); `None` when empty.
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+/// The ideal step time of `times` (Google's rule: the mean of those within median + 3 MAD) and that
+/// bound.
+pub fn ideal_step_time(times: &[f64]) -> Option<(f64, f64)> {
+    let mut sorted = times.to_vec();
+    let m = median(&mut sorted)?;
+    let mut deviations: Vec<f64> = times.iter().map(|t| (t - m).abs()).collect();
+    let mad = median(&mut deviations)?;
+    let bound = m + 3.0 * mad;
+    let within: Vec<f64> = times.iter().copied().filter(|t| *t <= bound).collect();
+    Some((within.iter().sum::<f64>() / within.len() as f64, bound))
+}
+
+fn positive(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// Where the time of the run whose rows are `rows` (in log order) went.
+pub fn measure(rows: &[Row]) -> Goodput {
+    let mut out = Goodput::default();
+    if rows.is_empty() {
+        out.notes.push("no rows".into());
+        return out;
+    }
+    // Attempts: a row whose step does not go forward starts one.
+    let mut starts = vec![0];
+    for i in 1..rows.len() {
+        if let (Some(before), Some(now)) = (rows[i - 1].step, rows[i].step) {
+            if now <= before {
+                starts.push(i);
+            }
+        }
+    }
+    out.attempts = starts.len();
+    let attempt_of = |i: usize| starts.partition_point(|s| *s <= i) - 1;
+    // A row is kept unless a later attempt starts at or before its step.
+    let mut later_first = vec![f64::INFINITY; starts.len()];
+    for a in (0..starts.len().saturating_sub(1)).rev() {
+        let next = rows[starts[a + 1]].step.unwrap_or(f64::NEG_INFINITY);
+        later_first[a] = later_first[a + 1].min(next);
+    }
+    let kept: Vec<bool> = (0..rows.len())
+        .map(|i| rows[i].step.is_none_or(|s| s < later_first[attempt_of(i)]))
+        .collect();
+    let span = |i: usize| {
+        if rows[i].span.is_finite() && rows[i].span > 0.0 {
+            rows[i].span
+        } else {
+            1.0
+        }
+    };
+    out.steps_executed = (0..rows.len()).map(span).sum();
+    out.steps_kept = (0..rows.len()).filter(|i| kept[*i]).map(span).sum();
+    out.steps_redone = out.steps_executed - out.steps_kept;
+
+    // The ideal step time, from every row but attempts' first.
+    let first_of_attempt = |i: usize| starts.binary_search(&i).is_ok();
+    let times: Vec<f64> = (0..rows.len())
+        .filter(|i| !first_of_attempt(*i))
+        .filter_map(|i| positive(rows[i].step_time))
+        .collect();
+    let ideal = ideal_step_time(&times);
+    out.ideal_step_time_s = ideal.map(|(t, _)| t);
+    if let Some((ideal, bound)) = ideal {
+        let mut added = 0.0;
+        for i in (0..rows.len()).filter(|i| !first_of_attempt(*i)) {
+            if let Some(t) = positive(rows[i].step_time).filter(|t| *t > bound) {
+                out.straggler_steps += span(i);
+                added += (t - ideal) * span(i);
+            }
+        }
+        out.straggler_s = Some(added);
+    }
+
+    // Each row's step time (all its steps), and the start-up excess of an attempt's first row.
+    let row_time = |i: usize| positive(rows[i].step_time).map(|t| t * span(i));
+    let startup_of = |i: usize| match (row_time(i), ideal) {
+        (Some(t), Some((ideal, _))) if first_of_attempt(i) => (t - ideal * span(i)).max(0.0),
+        _ => 0.0,
+    };
+    let timed = rows.iter().all(|r| r.wall_time.is_some_and(f64::is_finite));
+    let (mut productive, mut wasted, mut startup) = (0.0, 0.0, 0.0);
+    let mut untimed_firsts = 0;
+    let (mut pause, mut recovery, mut elapsed) = (0.0, 0.0, None);
+    if timed {
+        let wall = |i: usize| rows[i].wall_time.expect("timed");
+        let mut backwards = 0;
+        for (i, &kept) in kept.iter().enumerate() {
+            let step_part = if first_of_attempt(i) {
+                let t = row_time(i).unwrap_or_else(|| {
+                    untimed_firsts += 1;
+                    0.0
+                });
+                let excess = startup_of(i);
+                startup += excess;
+                t - excess
+            } else {
+                let interval = wall(i) - wall(i - 1);
+                if interval < 0.0 {
+                    backwards += 1;
+                }
+                let interval = interval.max(0.0);
+                let step = row_time(i).map_or(interval, |t| t.min(interval));
+                pause += interval - step;
+                step
+            };
+            if kept {
+                productive += step_part;
+            } else {
+                wasted += step_part;
+            }
+        }
+        let start_of = |a: usize| wall(starts[a]) - row_time(starts[a]).unwrap_or(0.0);
+        let end_of = |a: usize| {
+            let last = starts.get(a + 1).map_or(rows.len(), |s| *s) - 1;
+            wall(last)
+        };
+        let mut overlapping = 0;
+        for a in 1..starts.len() {
+            let gap = start_of(a) - end_of(a - 1);
+            if gap < 0.0 {
+                overlapping += 1;
+            }
+            recovery += gap.max(0.0);
+        }
+        let total = end_of(starts.len() - 1) - start_of(0);
+        elapsed = Some(total);
+        let accounted = productive + wasted + startup + pause + recovery;
+        let other = total - accounted;
+        if other < -1e-9 * total.abs().max(1.0) || backwards > 0 || overlapping > 0 {
+            out.notes.push(format!(
+                "the log's clocks disagree ({backwards} row(s) logged before the row above them, {overlapping} attempt(s) starting before the one before ended): {:.3} s counted twice",
+                (-other).max(0.0)
+            ));
+        }
+        out.other_s = Some(other.max(0.0));
+        out.pause_s = Some(pause);
+        out.recovery_s = Some(recovery);
+        if untimed_firsts > 0 {
+            out.notes.push(format!(
+                "{untimed_firsts} attempt(s) start with a row that has no step time: their first step's duration (and start-up) is not measured"
+            ));
+        }
+    } else {
+        for (i, &kept) in kept.iter().enumerate() {
+            let excess = startup_of(i);
+            startup += excess;
+            let t = row_time(i).unwrap_or(0.0) - excess;
+            if kept {
+                productive += t;
+            } else {
+                wasted += t;
+            }
+        }
+        out.notes.push(
+            "no wall time on every row: elapsed time, pauses and recovery between attempts are not measured (productive, wasted and start-up time are the logged step times)"
+                .into(),
+        );
+    }
+    let any_time = rows.iter().any(|r| positive(r.step_time).is_some());
+    if !any_time && !timed {
+        out.notes
+            .push("no step times and no wall times: nothing to measure".into());
+        return out;
+    }
+    if ideal.is_none() {
+        out.notes.push(
+            "no step times besides attempts' first rows: start-up excess is not measured".into(),
+        );
+    }
+    out.productive_s = Some(productive);
+    out.wasted_progress_s = Some(wasted);
+    out.startup_s = Some(startup);
+    out.goodput = elapsed.filter(|e| *e > 0.0).map(|e| productive / e);
+    out.elapsed_s = elapsed;
+
+    // MFU over productive and elapsed time, at the run's capacity (devices x peak).
+    let mut capacities: Vec<f64> = rows.iter().filter_map(|r| positive(r.capacity)).collect();
+    let capacity = median(&mut capacities);
+    if capacities.first() != capacities.last() {
+        out.notes.push(format!(
+            "the devices' peak differs between rows: MFU is at the median capacity ({:.4e} FLOP/s)",
+            capacity.unwrap_or(0.0)
+        ));
+    }
+    let kept_rows = || (0..rows.len()).filter(|i| kept[*i]);
+    let flops_known = kept_rows().all(|i| rows[i].flops.is_some_and(f64::is_finite));
+    let kept_flops: f64 = kept_rows().filter_map(|i| rows[i].flops).sum();
+    if let Some(capacity) = capacity.filter(|_| flops_known && out.steps_kept > 0.0) {
+        out.mfu_productive = Some(kept_flops / (capacity * productive)).filter(|m| m.is_finite());
+        out.mfu_effective = elapsed
+            .map(|e| kept_flops / (capacity * e))
+            .filter(|m| m.is_finite());
+    } else if out.steps_kept > 0.0 {
+        out.notes.push(
+            "MFU not measured: a kept row has no FLOPs or the devices' peak is unknown".into(),
+        );
+    }
+    let mut devices: Vec<f64> = rows.iter().filter_map(|r| positive(r.devices)).collect();
+    out.device_hours_lost = median(&mut devices)
+        .zip(elapsed)
+        .map(|(n, e)| n * (e - productive) / 3600.0);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run as a script: each attempt's rows (step, step time) logged back to back from `start`, with
+    /// extra seconds after some rows (pauses), a first step `compile` seconds slower, and `down`
+    /// seconds between attempts.
+    fn timeline(
+        attempts: &[(std::ops::RangeInclusive<u32>, f64)],
+        step: f64,
+        compile: f64,
+        pauses: &[(usize, u32, f64)],
+    ) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let mut clock = 1_000_000.0;
+        for (a, (steps, down)) in attempts.iter().enumerate() {
+            clock += down;
+            for (k, s) in steps.clone().enumerate() {
+                let t = if k == 0 { step + compile } else { step };
+                clock += t;
+                rows.push(Row {
+                    step: Some(f64::from(s)),
+                    wall_time: Some(clock),
+                    step_time: Some(t),
+                    span: 1.0,
+                    flops: Some(100.0 * step),
+                    capacity: Some(1000.0),
+                    devices: Some(8.0),
+                });
+                if let Some((_, _, p)) = pauses.iter().find(|(pa, ps, _)| *pa == a && *ps == s) {
+                    clock += p;
+                }
+            }
+        }
+        rows
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-6)
+    }
+
+    #[test]
+    fn a_crash_a_rollback_a_pause_and_a_compilation_each_in_their_bucket() {
+        // Attempt 1 runs steps 1..=130 and dies; its last checkpoint was at 100, so attempt 2 (after 600 s
+        // down) runs 101..=250. Each step takes 2 s, each first step 30 s more (compilation); step 50
+        // of attempt 1 is followed by a 40 s evaluation.
+        let rows = timeline(
+            &[(1..=130, 0.0), (101..=250, 600.0)],
+            2.0,
+            30.0,
+            &[(0, 50, 40.0)],
+        );
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 2);
+        assert_eq!(
+            (g.steps_executed, g.steps_kept, g.steps_redone),
+            (280.0, 250.0, 30.0)
+        );
+        assert!(close(g.ideal_step_time_s, 2.0));
+        // Productive: 250 kept steps at 2 s. Wasted: steps 101..=130 of attempt 1, 30 x 2 s.
+        assert!(close(g.productive_s, 500.0), "{g:?}");
+        assert!(close(g.wasted_progress_s, 60.0));
+        assert!(close(g.startup_s, 60.0));
+        assert!(close(g.pause_s, 40.0));
+        assert!(close(g.recovery_s, 600.0));
+        assert!(close(g.other_s, 0.0));
+        // Elapsed: 130 x 2 + 30 + 40 (attempt 1) + 600 + 150 x 2 + 30 (attempt 2).
+        assert!(close(g.elapsed_s, 1260.0));
+        let sum = [
+            g.productive_s,
+            g.wasted_progress_s,
+            g.startup_s,
+            g.pause_s,
+            g.recovery_s,
+            g.other_s,
+        ]
+        .iter()
+        .map(|v| v.unwrap())
+        .sum::<f64>();
+        assert!((sum - g.elapsed_s.unwrap()).abs() < 1e-6);
+        assert!(close(g.goodput, 500.0 / 1260.0));
+        // FLOPs: 250 kept steps of 200 at 1000 FLOP/s.
+        assert!(close(g.mfu_productive, 250.0 * 200.0 / (1000.0 * 500.0)));
+        assert!(close(
+            g.mfu_effective,
+            g.goodput.unwrap() * g.mfu_productive.unwrap()
+        ));
+        assert!(close(g.device_hours_lost, 8.0 * 760.0 / 3600.0));
+        assert_eq!(g.straggler_steps, 0.0);
+        assert!(g.notes.is_empty(), "{:?}", g.notes);
+    }
+
+    #[test]
+    fn a_run_resumed_twice_from_ever_earlier_checkpoints_keeps_only_what_no_later_attempt_redid() {
+        // 1..=60, then 41..=90 (from 40), then 31..=120 (from 30: attempt 2's steps all thrown away too).
+        let rows = timeline(
+            &[(1..=60, 0.0), (41..=90, 10.0), (31..=120, 20.0)],
+            1.0,
+            0.0,
+            &[],
+        );
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 3);
+        assert_eq!(g.steps_kept, 30.0 + 90.0);
+        assert_eq!(g.steps_redone, 30.0 + 50.0);
+        assert!(close(g.recovery_s, 30.0));
+        assert!(close(g.elapsed_s, 200.0 + 30.0));
+        assert!(close(g.productive_s, 120.0));
+        assert!(close(g.wasted_progress_s, 80.0));
+    }
+
+    #[test]
+    fn stragglers_are_counted_with_the_time_they_added() {
+        let mut rows = timeline(&[(1..=100, 0.0)], 1.0, 0.0, &[]);
+        // Steps 20 and 70 took 6 s (their rows logged 5 s late).
+        for (i, row) in rows.iter_mut().enumerate() {
+            let late = (i >= 19) as u8 as f64 * 5.0 + (i >= 69) as u8 as f64 * 5.0;
+            row.wall_time = Some(row.wall_time.unwrap() + late);
+            if i == 19 || i == 69 {
+                row.step_time = Some(6.0);
+            }
+        }
+        let g = measure(&rows);
+        assert_eq!(g.straggler_steps, 2.0);
+        assert!(close(g.ideal_step_time_s, 1.0));
+        assert!(close(g.straggler_s, 10.0));
+        assert!(close(g.productive_s, 110.0));
+        assert!(close(g.pause_s, 0.0));
+    }
+
+    #[test]
+    fn what_the_log_cannot_tell_is_said_not_guessed() {
+        let mut rows = timeline(&[(1..=20, 0.0), (11..=30, 5.0)], 1.0, 0.0, &[]);
+        for row in &mut rows {
+            row.wall_time = None;
+        }
+        let g = measure(&rows);
+        assert_eq!(g.elapsed_s, None);
+        assert_eq!(g.goodput, None);
+        assert_eq!(g.recovery_s, None);
+        assert!(close(g.productive_s, 30.0));
+        assert!(close(g.wasted_progress_s, 10.0));
+        assert!(
+            g.notes.iter().any(|n| n.contains("no wall time")),
+            "{:?}",
+            g.notes
+        );
+        // No peak: no MFU, said so.
+        let mut rows = timeline(&[(1..=20, 0.0)], 1.0, 0.0, &[]);
+        rows[3].capacity = None;
+        rows[4].flops = None;
+        let g = measure(&rows);
+        assert_eq!(g.mfu_productive, None);
+        assert!(g.notes.iter().any(|n| n.contains("MFU not measured")));
+        assert_eq!(measure(&[]).attempts, 0);
+    }
+
+    #[test]
+    fn rows_logged_every_k_steps_cover_k_steps() {
+        // One row every 10 steps of 0.5 s; attempt 2 resumes from step 50 after attempt 1 reached 80.
+        let mut rows = Vec::new();
+        let mut clock = 0.0;
+        for (a, steps) in [(10..=80).step_by(10), (60..=120).step_by(10)]
+            .into_iter()
+            .enumerate()
+        {
+            clock += a as f64 * 100.0;
+            for s in steps {
+                clock += 5.0;
+                rows.push(Row {
+                    step: Some(f64::from(s)),
+                    wall_time: Some(clock),
+                    step_time: Some(0.5),
+                    span: 10.0,
+                    ..Row::default()
+                });
+            }
+        }
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 2);
+        assert_eq!(g.steps_executed, 150.0);
+        assert_eq!(g.steps_redone, 30.0);
+        assert!(close(g.productive_s, 60.0));
+        assert!(close(g.wasted_progress_s, 15.0));
+        assert!(close(g.recovery_s, 100.0));
+        assert!(close(g.elapsed_s, 175.0));
+    }
+}

@@ -1,0 +1,262 @@
+//! Goodput of the runs in loaded inputs: each run's rows (every attempt's, in log order) with their
+//! wall times, then [`crate::goodput::measure`]. What `mfu goodput` and the Python package share.
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
+use crate::goodput::{measure, Goodput, Row};
+use crate::summary::{f64s, row_keys, step_spans};
+
+use super::summary::run_groups;
+use super::{Loaded, PipelineError};
+
+/// The columns of one run's goodput, after its key columns, in order.
+pub const GOODPUT_COLUMNS: [&str; 21] = [
+    "attempts",
+    "steps_executed",
+    "steps_kept",
+    "steps_redone",
+    "elapsed_s",
+    "productive_s",
+    "wasted_progress_s",
+    "recovery_s",
+    "startup_s",
+    "pause_s",
+    "other_s",
+    "goodput",
+    "ideal_step_time_s",
+    "mfu_productive",
+    "mfu_effective",
+    "device_hours_lost",
+    "straggler_steps",
+    "straggler_s",
+    "wall_time_column",
+    "notes",
+    "source_files",
+];
+
+/// One run's goodput, with its keys and where its wall times came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunGoodput {
+    pub keys: Vec<Option<String>>,
+    pub goodput: Goodput,
+    /// The column the wall times were read from (`wall_time`, `_timestamp`, ...).
+    pub wall_time_column: Option<String>,
+    /// The inputs the run's rows came from.
+    pub sources: Vec<String>,
+}
+
+/// Columns that hold when a row was logged, in the order they are looked for: the readers' own
+/// `wall_time` (TensorBoard, MLflow, DVCLive, console timestamps), W&B's `_timestamp`, then the names
+/// CSV exports use.
+pub const WALL_TIME_COLUMNS: [&str; 5] =
+    ["wall_time", "_timestamp", "timestamp", "time", "datetime"];
+
+/// The wall times of `df`'s rows in seconds since the epoch, and the column they came from: a numeric
+/// column in seconds (milliseconds where its values are past the year 5000 in seconds), a datetime
+/// column, or text timestamps.
+pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64>>)>> {
+    for wanted in WALL_TIME_COLUMNS {
+        let Some(column) = df
+            .columns()
+            .iter()
+            .find(|c| c.name().eq_ignore_ascii_case(wanted))
+        else {
+            continue;
+        };
+        let name = column.name().to_string();
+        let values: Vec<Option<f64>> = match column.dtype() {
+            DataType::String => column
+                .str()?
+                .iter()
+                .map(|s| s.and_then(crate::values::parse_timestamp))
+                .collect(),
+            DataType::Datetime(unit, _) => {
+                let per_second = match unit {
+                    TimeUnit::Nanoseconds => 1e9,
+                    TimeUnit::Microseconds => 1e6,
+                    TimeUnit::Milliseconds => 1e3,
+                };
+                let raw = column.cast(&DataType::Int64)?;
+                raw.i64()?
+                    .iter()
+                    .map(|v| v.map(|v| v as f64 / per_second))
+                    .collect()
+            }
+            dtype if dtype.is_primitive_numeric() => {
+                let values: Vec<Option<f64>> =
+                    column.cast(&DataType::Float64)?.f64()?.iter().collect();
+                // Seconds past the year 5000 are milliseconds.
+                let milliseconds = values.iter().flatten().any(|v| *v > 1e11);
+                values
+                    .into_iter()
+                    .map(|v| v.map(|v| if milliseconds { v / 1e3 } else { v }))
+                    .collect()
+            }
+            _ => continue,
+        };
+        if values.iter().any(Option::is_some) {
+            return Ok(Some((name, values)));
+        }
+    }
+    Ok(None)
+}
+
+/// The goodput of every run over `loaded` (each input with its display name), runs keyed as `mfu
+/// summary` keys them (`by`): the key column names and the runs in order of first appearance.
+pub fn goodput_runs(
+    loaded: &[(String, Loaded)],
+    by: &[String],
+) -> Result<(Vec<String>, Vec<RunGoodput>), PipelineError> {
+    let (key_names, groups) = run_groups(loaded, by)?;
+    let mut order: Vec<Vec<Option<String>>> = Vec::new();
+    // Each run's rows, the column its wall times came from, and its inputs.
+    type Gathered = (Vec<Row>, Option<String>, Vec<String>);
+    let mut runs: HashMap<Vec<Option<String>>, Gathered> = HashMap::new();
+    for ((display, l), group) in loaded.iter().zip(groups) {
+        let df = &l.enriched.frame;
+        let v = &l.enriched.values;
+        let combine = |e: PolarsError| PipelineError::Combine(e);
+        let keys = row_keys(df, display, &group).map_err(combine)?;
+        let (wall_column, walls) = match wall_times(df).map_err(combine)? {
+            Some((name, values)) => (Some(name), values),
+            None => (None, vec![None; df.height()]),
+        };
+        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)
+            .map_err(combine)?
+            .unwrap_or_else(|| vec![None; df.height()]);
+        let mfu = f64s(df, MFU_WALL_CLOCK)
+            .map_err(combine)?
+            .unwrap_or_else(|| vec![None; df.height()]);
+        let steps: Vec<Option<f64>> = if v.steps.len() == df.height() {
+            v.steps.clone()
+        } else {
+            (1..=df.height()).map(|i| Some(i as f64)).collect()
+        };
+        let spans = match &v.spans {
+            Some(spans) => spans.clone(),
+            None => step_spans(&keys, &steps),
+        };
+        for (row, key) in keys.into_iter().enumerate() {
+            let step_time = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
+            let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
+            let capacity = peaks[row].map(|p| p * devices.unwrap_or(1.0));
+            // The FLOPs a row did: its MFU at its capacity over its steps' time.
+            let flops = match (mfu[row], capacity, step_time) {
+                (Some(m), Some(c), Some(t)) => Some(m * c * t * spans[row]),
+                _ => None,
+            };
+            let entry = runs.entry(key.clone()).or_insert_with(|| {
+                order.push(key);
+                (Vec::new(), None, Vec::new())
+            });
+            entry.0.push(Row {
+                step: steps[row],
+                wall_time: walls[row],
+                step_time,
+                span: spans[row],
+                flops,
+                capacity,
+                devices,
+            });
+            if entry.1.is_none() {
+                entry.1.clone_from(&wall_column);
+            }
+            if !entry.2.contains(display) {
+                entry.2.push(display.clone());
+            }
+        }
+    }
+    let measured = order
+        .into_iter()
+        .map(|keys| {
+            let (rows, wall_time_column, sources) = runs.remove(&keys).expect("an ordered run");
+            RunGoodput {
+                goodput: measure(&rows),
+                keys,
+                wall_time_column,
+                sources,
+            }
+        })
+        .collect();
+    Ok((key_names, measured))
+}
+
+/// The runs' goodput as a frame: the key columns (named `key_names`), then [`GOODPUT_COLUMNS`].
+pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataFrame> {
+    let mut columns: Vec<Column> = Vec::new();
+    for (k, name) in key_names.iter().enumerate() {
+        let values: Vec<Option<String>> = runs.iter().map(|r| r.keys[k].clone()).collect();
+        columns.push(Column::new(name.into(), values));
+    }
+    let number = |f: &dyn Fn(&Goodput) -> Option<f64>| -> Vec<Option<f64>> {
+        runs.iter().map(|r| f(&r.goodput)).collect()
+    };
+    let attempts: Vec<u32> = runs.iter().map(|r| r.goodput.attempts as u32).collect();
+    columns.push(Column::new("attempts".into(), attempts));
+    type Getter = fn(&Goodput) -> Option<f64>;
+    let numbers: [(&str, Getter); 17] = [
+        ("steps_executed", |g| Some(g.steps_executed)),
+        ("steps_kept", |g| Some(g.steps_kept)),
+        ("steps_redone", |g| Some(g.steps_redone)),
+        ("elapsed_s", |g| g.elapsed_s),
+        ("productive_s", |g| g.productive_s),
+        ("wasted_progress_s", |g| g.wasted_progress_s),
+        ("recovery_s", |g| g.recovery_s),
+        ("startup_s", |g| g.startup_s),
+        ("pause_s", |g| g.pause_s),
+        ("other_s", |g| g.other_s),
+        ("goodput", |g| g.goodput),
+        ("ideal_step_time_s", |g| g.ideal_step_time_s),
+        ("mfu_productive", |g| g.mfu_productive),
+        ("mfu_effective", |g| g.mfu_effective),
+        ("device_hours_lost", |g| g.device_hours_lost),
+        ("straggler_steps", |g| Some(g.straggler_steps)),
+        ("straggler_s", |g| g.straggler_s),
+    ];
+    for (name, get) in numbers {
+        columns.push(Column::new(name.into(), number(&get)));
+    }
+    let texts = |f: &dyn Fn(&RunGoodput) -> Option<String>| -> Vec<Option<String>> {
+        runs.iter().map(f).collect()
+    };
+    columns.push(Column::new(
+        "wall_time_column".into(),
+        texts(&|r| r.wall_time_column.clone()),
+    ));
+    columns.push(Column::new(
+        "notes".into(),
+        texts(&|r| Some(r.goodput.notes.join("; "))),
+    ));
+    columns.push(Column::new(
+        "source_files".into(),
+        texts(&|r| Some(r.sources.join(";"))),
+    ));
+    DataFrame::new(runs.len(), columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_times_from_seconds_milliseconds_datetimes_and_text() {
+        let df = df!("step" => [1, 2], "_timestamp" => [1.7e9, 1.7e9 + 2.0]).unwrap();
+        assert_eq!(
+            wall_times(&df).unwrap(),
+            Some(("_timestamp".into(), vec![Some(1.7e9), Some(1.7e9 + 2.0)]))
+        );
+        let df = df!("Time" => [1.7e12, 1.7e12 + 500.0]).unwrap();
+        assert_eq!(
+            wall_times(&df).unwrap().unwrap().1,
+            vec![Some(1.7e9), Some(1.7e9 + 0.5)]
+        );
+        let df = df!("timestamp" => ["2026-01-02 03:04:05", "2026-01-02 03:04:07.5"]).unwrap();
+        let (_, values) = wall_times(&df).unwrap().unwrap();
+        assert_eq!(values[1].unwrap() - values[0].unwrap(), 2.5);
+        let df = df!("step" => [1, 2]).unwrap();
+        assert_eq!(wall_times(&df).unwrap(), None);
+    }
+}

@@ -1,0 +1,226 @@
+//! `mfu goodput` on logs written here with a known history: a crash, a rollback to the last checkpoint,
+//! a pause, a compilation step and time down between attempts, each bucket checked to the second.
+
+use crate::util::{csv_rows, Workdir};
+
+/// A torchtitan console log of `attempts` (first step, last step, seconds down before it), steps of 2 s,
+/// each attempt's first step 30 s slower, 40 s of checkpointing after step 50 of the first attempt.
+fn torchtitan_log(attempts: &[(u32, u32, u32)]) -> String {
+    let mut clock: u64 = 1_776_549_600 * 1000; // 2026-04-18 22:00:00 UTC, in milliseconds
+    let mut out = String::new();
+    let mut line = |clock: u64, text: &str| {
+        let seconds = clock / 1000;
+        let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
+        out.push_str(&format!(
+            "[rank0]:[titan] 2026-04-18 {h:02}:{m:02}:{s:02},{:03} - root - INFO - {text}\n",
+            clock % 1000
+        ));
+    };
+    for (a, &(first, last, down)) in attempts.iter().enumerate() {
+        clock += u64::from(down) * 1000;
+        line(clock, "Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 1000 (warmup 10)");
+        line(clock, &format!("Training starts at step {first}"));
+        for step in first..=last {
+            let seconds = if step == first { 32 } else { 2 };
+            clock += seconds * 1000;
+            let tps = 8 * 2048 / seconds;
+            line(
+                clock,
+                &format!("step: {step:4}  loss: 2.1000  memory: 30.00GiB(40.00%)  tps: {tps}  tflops: 300.00  mfu: 30.00%"),
+            );
+            if a == 0 && step == 50 {
+                clock += 40_000;
+                line(clock, "Saving the checkpoint");
+            }
+        }
+    }
+    out
+}
+
+const FLAGS: [&str; 8] = [
+    "--device",
+    "H100 SXM",
+    "--dtype",
+    "bf16",
+    "--num-devices",
+    "8",
+    "--flops-per-token",
+    "6e9",
+];
+
+#[test]
+fn a_crash_a_rollback_a_pause_and_compilation_each_in_their_bucket() {
+    let wd = Workdir::new("goodput_buckets");
+    // Attempt 1 runs steps 1..130 and dies; attempt 2 resumes from the checkpoint at step 100 after
+    // 600 s down and runs to 250.
+    let log = wd.create("train.log", torchtitan_log(&[(1, 130, 0), (101, 250, 600)]));
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(&log)
+        .args(FLAGS)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 1);
+    let run = &rows[0];
+    let n = |k: &str| -> f64 { run[k].parse().unwrap_or_else(|_| panic!("{k}: {}", run[k])) };
+    assert_eq!(n("attempts"), 2.0);
+    assert_eq!(
+        (n("steps_executed"), n("steps_kept"), n("steps_redone")),
+        (280.0, 250.0, 30.0)
+    );
+    // Elapsed: attempt 1 = 32 + 129 x 2 + 40 s; 600 s down; attempt 2 = 32 + 149 x 2 s.
+    for (bucket, seconds) in [
+        ("elapsed_s", 1260.0),
+        ("productive_s", 500.0),
+        ("wasted_progress_s", 60.0),
+        ("startup_s", 60.0),
+        ("pause_s", 40.0),
+        ("recovery_s", 600.0),
+        ("other_s", 0.0),
+        ("ideal_step_time_s", 2.0),
+    ] {
+        assert!(
+            (n(bucket) - seconds).abs() < 1e-6,
+            "{bucket}: {}",
+            run[bucket]
+        );
+    }
+    let buckets: f64 = [
+        "productive_s",
+        "wasted_progress_s",
+        "startup_s",
+        "pause_s",
+        "recovery_s",
+        "other_s",
+    ]
+    .iter()
+    .map(|b| n(b))
+    .sum();
+    assert!((buckets - n("elapsed_s")).abs() < 1e-6);
+    assert!((n("goodput") - 500.0 / 1260.0).abs() < 1e-12);
+    // 64 x 2048 tokens a step x 6e9 FLOPs over 2 s, on 8 H100 SXM at 989.4 TFLOP/s (bf16 dense).
+    let mfu = 64.0 * 2048.0 * 6e9 / 2.0 / (8.0 * 989.4e12);
+    assert!(
+        (n("mfu_productive") - mfu).abs() < 1e-9,
+        "{}",
+        run["mfu_productive"]
+    );
+    assert!((n("mfu_effective") - n("goodput") * n("mfu_productive")).abs() < 1e-12);
+    assert!((n("device_hours_lost") - 8.0 * 760.0 / 3600.0).abs() < 1e-9);
+    assert_eq!(run["wall_time_column"], "wall_time");
+    assert_eq!(run["notes"], "");
+}
+
+#[test]
+fn json_and_table_say_the_same_and_a_run_without_wall_times_says_what_it_cannot_measure() {
+    let wd = Workdir::new("goodput_formats");
+    let log = wd.create("train.log", torchtitan_log(&[(1, 30, 0), (21, 60, 100)]));
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "json"])
+        .arg(&log)
+        .args(FLAGS)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs[0]["attempts"], 2);
+    assert_eq!(runs[0]["steps_redone"], 10);
+    assert_eq!(runs[0]["recovery_s"], 100.0);
+    let table = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "table"])
+        .arg(&log)
+        .args(FLAGS)
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("0:01:40"), "{table}"); // recovery
+    assert!(table.contains("60/70"), "{table}");
+
+    // A table of steps and step times, no wall times and nothing else (no flag needed): productive and
+    // wasted time are the step times, the rest is not measured, and the notes say so.
+    let mut csv = String::from("step,step_time_s,tokens\n");
+    for (first, last) in [(1, 20), (11, 30)] {
+        for step in first..=last {
+            csv.push_str(&format!("{step},0.5,65536\n"));
+        }
+    }
+    let table = wd.create("steps.csv", csv);
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let run = &rows[0];
+    assert_eq!(run["attempts"], "2");
+    assert_eq!(run["productive_s"], "15.0");
+    assert_eq!(run["wasted_progress_s"], "5.0");
+    for unmeasured in ["elapsed_s", "goodput", "recovery_s", "mfu_productive"] {
+        assert_eq!(run[unmeasured], "", "{unmeasured}");
+    }
+    assert!(run["notes"].contains("no wall time"), "{}", run["notes"]);
+    assert!(
+        run["notes"].contains("MFU not measured"),
+        "{}",
+        run["notes"]
+    );
+}
+
+#[test]
+fn runs_split_by_a_column_and_wall_times_from_wandb_timestamps() {
+    // Two runs in one W&B-style history export: `_timestamp` in seconds, one run resumed once.
+    let wd = Workdir::new("goodput_by");
+    let mut csv = String::from("run,_step,_timestamp,step_time_s,tokens\n");
+    let mut clock = 1_700_000_000.0;
+    for (run, attempts) in [("a", vec![(1, 10), (6, 12)]), ("b", vec![(1, 8)])] {
+        for (first, last) in attempts {
+            clock += 50.0;
+            for step in first..=last {
+                clock += 1.0;
+                csv.push_str(&format!("{run},{step},{clock},1.0,4096\n"));
+            }
+        }
+    }
+    let table = wd.create("history.csv", csv);
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv", "--by", "run"])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (rows[0]["run"].as_str(), rows[0]["attempts"].as_str()),
+        ("a", "2")
+    );
+    assert_eq!(rows[0]["steps_redone"], "5.0");
+    assert_eq!(rows[0]["recovery_s"], "50.0");
+    assert_eq!(rows[0]["elapsed_s"], "67.0");
+    assert_eq!(rows[0]["wall_time_column"], "_timestamp");
+    assert_eq!(
+        (rows[1]["run"].as_str(), rows[1]["attempts"].as_str()),
+        ("b", "1")
+    );
+    assert_eq!(rows[1]["goodput"], "1.0");
+}
