@@ -67,17 +67,20 @@ pub struct Goodput {
     pub notes: Vec<String>,
 }
 
-/// The median of `values` (sorted in place); `None` when empty.
+/// The median of `values` (reordered in place, in linear time); `None` when empty.
 fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
+    let n = values.len();
+    if n == 0 {
         return None;
     }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
+    let (below, middle, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let middle = *middle;
     Some(if n % 2 == 1 {
-        values[n / 2]
+        middle
     } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
+        // The largest of the lower half is the other middle value.
+        let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + middle) / 2.0
     })
 }
 
@@ -114,7 +117,15 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
     }
     out.attempts = starts.len();
-    let attempt_of = |i: usize| starts.partition_point(|s| *s <= i) - 1;
+    // Each row's attempt, and whether it is its attempt's first.
+    let mut attempt = vec![0usize; rows.len()];
+    let mut first = vec![false; rows.len()];
+    for (a, &start) in starts.iter().enumerate() {
+        first[start] = true;
+        let end = starts.get(a + 1).copied().unwrap_or(rows.len());
+        attempt[start..end].fill(a);
+    }
+    let attempt_of = |i: usize| attempt[i];
     // A row is kept unless a later attempt starts at or before its step.
     let mut later_first = vec![f64::INFINITY; starts.len()];
     for a in (0..starts.len().saturating_sub(1)).rev() {
@@ -136,7 +147,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
     out.steps_redone = out.steps_executed - out.steps_kept;
 
     // The ideal step time, from every row but attempts' first.
-    let first_of_attempt = |i: usize| starts.binary_search(&i).is_ok();
+    let first_of_attempt = |i: usize| first[i];
     let times: Vec<f64> = (0..rows.len())
         .filter(|i| !first_of_attempt(*i))
         .filter_map(|i| positive(rows[i].step_time))
@@ -394,6 +405,19 @@ mod tests {
         assert!(close(g.elapsed_s, 200.0 + 30.0));
         assert!(close(g.productive_s, 120.0));
         assert!(close(g.wasted_progress_s, 80.0));
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&mut [5.0]), Some(5.0));
+        assert_eq!(median(&mut []), None);
+        // Google's rule: 1, 1, 1, 2, 10: median 1, MAD 0, so the mean of the three 1s.
+        assert_eq!(
+            ideal_step_time(&[1.0, 10.0, 1.0, 2.0, 1.0]),
+            Some((1.0, 1.0))
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use polars::prelude::*;
 
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Goodput, Row};
-use crate::summary::{f64s, row_keys, step_spans};
+use crate::summary::{f64s, row_keys, step_spans, GroupBy};
 
 use super::summary::run_groups;
 use super::{Loaded, PipelineError};
@@ -114,12 +114,19 @@ pub fn goodput_runs(
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
     // Each run's rows, the column its wall times came from, and its inputs.
     type Gathered = (Vec<Row>, Option<String>, Vec<String>);
-    let mut runs: HashMap<Vec<Option<String>>, Gathered> = HashMap::new();
+    let mut runs: Vec<Gathered> = Vec::new();
+    let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     for ((display, l), group) in loaded.iter().zip(groups) {
         let df = &l.enriched.frame;
         let v = &l.enriched.values;
         let combine = |e: PolarsError| PipelineError::Combine(e);
-        let keys = row_keys(df, display, &group).map_err(combine)?;
+        // An input that is one run needs no key per row.
+        let keys = match &group {
+            GroupBy::File => None,
+            group => Some(row_keys(df, display, group).map_err(combine)?),
+        };
+        let file_key = vec![Some(display.clone())];
+        let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
         let (wall_column, walls) = match wall_times(df).map_err(combine)? {
             Some((name, values)) => (Some(name), values),
             None => (None, vec![None; df.height()]),
@@ -137,9 +144,35 @@ pub fn goodput_runs(
         };
         let spans = match &v.spans {
             Some(spans) => spans.clone(),
-            None => step_spans(&keys, &steps),
+            None => {
+                // One run: every row's key the same (empty keys allocate nothing).
+                let one_run;
+                let keys = match &keys {
+                    Some(keys) => keys,
+                    None => {
+                        one_run = vec![Vec::new(); df.height()];
+                        &one_run
+                    }
+                };
+                step_spans(keys, &steps)
+            }
         };
-        for (row, key) in keys.into_iter().enumerate() {
+        // The run of the row before, looked up again only where the key changes.
+        let mut current: Option<(&Vec<Option<String>>, usize)> = None;
+        for row in 0..df.height() {
+            let key = key_of(row);
+            let at = match current {
+                Some((k, at)) if k == key => at,
+                _ => {
+                    let at = *index.entry(key.clone()).or_insert_with(|| {
+                        order.push(key.clone());
+                        runs.push((Vec::new(), None, Vec::new()));
+                        runs.len() - 1
+                    });
+                    current = Some((key, at));
+                    at
+                }
+            };
             let step_time = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
             let capacity = peaks[row].map(|p| p * devices.unwrap_or(1.0));
@@ -148,10 +181,7 @@ pub fn goodput_runs(
                 (Some(m), Some(c), Some(t)) => Some(m * c * t * spans[row]),
                 _ => None,
             };
-            let entry = runs.entry(key.clone()).or_insert_with(|| {
-                order.push(key);
-                (Vec::new(), None, Vec::new())
-            });
+            let entry = &mut runs[at];
             entry.0.push(Row {
                 step: steps[row],
                 wall_time: walls[row],
@@ -171,14 +201,12 @@ pub fn goodput_runs(
     }
     let measured = order
         .into_iter()
-        .map(|keys| {
-            let (rows, wall_time_column, sources) = runs.remove(&keys).expect("an ordered run");
-            RunGoodput {
-                goodput: measure(&rows),
-                keys,
-                wall_time_column,
-                sources,
-            }
+        .zip(runs)
+        .map(|(keys, (rows, wall_time_column, sources))| RunGoodput {
+            goodput: measure(&rows),
+            keys,
+            wall_time_column,
+            sources,
         })
         .collect();
     Ok((key_names, measured))
