@@ -1,7 +1,8 @@
 //! Goodput: where a run's elapsed time went, from the rows its log already holds.
 //!
 //! A run is its rows in log order, every attempt's included (a relaunch that resumes from a checkpoint
-//! logs some steps again). An *attempt* starts where the step counter does not go forward. A row is
+//! logs some steps again). An *attempt* starts where the step counter does not go forward, or where the
+//! log says training was launched again (a console log's restart line). A row is
 //! *kept* unless a later attempt started at or before its step (the later attempt threw it away and
 //! ran it again). Every second from the start of the run's first step to the end of its last is in
 //! exactly one bucket:
@@ -34,6 +35,8 @@ pub struct Row {
     /// The devices' dense peak FLOP/s together (devices x peak per device).
     pub capacity: Option<f64>,
     pub devices: Option<f64>,
+    /// The log says training was launched again just before this row (`Training starts at step N`).
+    pub restart: bool,
 }
 
 /// Where one run's time went. Times in seconds; `None` where the log cannot tell (see `notes`).
@@ -107,13 +110,14 @@ pub fn measure(rows: &[Row]) -> Goodput {
         out.notes.push("no rows".into());
         return out;
     }
-    // Attempts: a row whose step does not go forward starts one.
+    // Attempts: a row whose step does not go forward starts one, and so does a row the log's restart
+    // line comes before (a relaunch that resumes where the last attempt stopped goes forward).
     let mut starts = vec![0];
     for i in 1..rows.len() {
-        if let (Some(before), Some(now)) = (rows[i - 1].step, rows[i].step) {
-            if now <= before {
-                starts.push(i);
-            }
+        let back =
+            matches!((rows[i - 1].step, rows[i].step), (Some(before), Some(now)) if now <= before);
+        if back || rows[i].restart {
+            starts.push(i);
         }
     }
     out.attempts = starts.len();
@@ -324,6 +328,7 @@ mod tests {
                     flops: Some(100.0 * step),
                     capacity: Some(1000.0),
                     devices: Some(8.0),
+                    restart: false,
                 });
                 if let Some((_, _, p)) = pauses.iter().find(|(pa, ps, _)| *pa == a && *ps == s) {
                     clock += p;
@@ -418,6 +423,20 @@ mod tests {
             ideal_step_time(&[1.0, 10.0, 1.0, 2.0, 1.0]),
             Some((1.0, 1.0))
         );
+    }
+
+    #[test]
+    fn a_restart_line_starts_an_attempt_where_the_steps_go_on() {
+        // Attempt 2 resumes exactly where attempt 1 stopped (step 21 after 20), 100 s later.
+        let mut rows = timeline(&[(1..=20, 0.0), (21..=40, 100.0)], 1.0, 9.0, &[]);
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 1);
+        assert!(close(g.pause_s, 100.0) && close(g.recovery_s, 0.0));
+        rows[20].restart = true;
+        let g = measure(&rows);
+        assert_eq!((g.attempts, g.steps_redone), (2, 0.0));
+        assert!(close(g.recovery_s, 100.0) && close(g.pause_s, 0.0));
+        assert!(close(g.startup_s, 18.0));
     }
 
     #[test]

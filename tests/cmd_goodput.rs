@@ -224,3 +224,114 @@ fn runs_split_by_a_column_and_wall_times_from_wandb_timestamps() {
     );
     assert_eq!(rows[1]["goodput"], "1.0");
 }
+
+/// `mfu goodput` of a real log in tests/data/goodput (its SOURCE.md names repository, path and commit;
+/// its attempts.md is the hand reading the figures below come from), as CSV fields.
+fn real_run(name: &str) -> std::collections::HashMap<String, String> {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/goodput")
+        .join(format!("{name}.log"));
+    let wd = Workdir::new("goodput_real");
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 1);
+    rows.remove(0)
+}
+
+fn number(run: &std::collections::HashMap<String, String>, key: &str) -> f64 {
+    run[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: {}", run[key]))
+}
+
+fn buckets_add_up(run: &std::collections::HashMap<String, String>) {
+    let sum: f64 = [
+        "productive_s",
+        "wasted_progress_s",
+        "startup_s",
+        "pause_s",
+        "recovery_s",
+        "other_s",
+    ]
+    .iter()
+    .map(|b| number(run, b))
+    .sum();
+    assert!((sum - number(run, "elapsed_s")).abs() < 1e-6);
+}
+
+#[test]
+fn a_real_run_relaunched_six_times_by_a_retry_wrapper() {
+    // torchtitan SFT on 8 RTX 5090s, relaunched after crashes from its latest checkpoint until step
+    // 7000 (QIU023/torchtitan_attention_residual). Hand reading: six attempts trained, 2,712 step lines
+    // for the 2,000 steps 5001 to 7000, so 712 steps run again.
+    let run = real_run("torchtitan__qiu023-vlm447m-sft-stage2-continuation");
+    assert_eq!(run["attempts"], "6");
+    assert_eq!(
+        (
+            number(&run, "steps_executed"),
+            number(&run, "steps_kept"),
+            number(&run, "steps_redone")
+        ),
+        (2712.0, 2000.0, 712.0)
+    );
+    // Each step's time is one device's 4,096 tokens over its `tps`. The first step line of each attempt
+    // (excerpt lines 157, 384, 491, 630, 857, 1083) prints tps 222, 173, 218, 221, 235 and 213.
+    let first_steps: Vec<f64> = [222.0, 173.0, 218.0, 221.0, 235.0, 213.0]
+        .iter()
+        .map(|tps| 4096.0 / tps)
+        .collect();
+    // Elapsed: the first training line to the last is 20,895.791 s, and the first step began its own
+    // time before its line.
+    assert!((number(&run, "elapsed_s") - (20_895.791 + first_steps[0])).abs() < 0.002);
+    // Recovery: the five gaps between one attempt's last line and the next one's first (71.450 +
+    // 5,123.221 + 3,590.065 + 66.175 + 67.245 = 8,918.156 s), less each later first step's own time.
+    let recovery = 8_918.156 - first_steps[1..].iter().sum::<f64>();
+    assert!(
+        (number(&run, "recovery_s") - recovery).abs() < 0.005,
+        "{}",
+        run["recovery_s"]
+    );
+    buckets_add_up(&run);
+    // The crashes come 150 steps after a checkpoint: about a quarter of the time trained steps that were
+    // thrown away, and the run's goodput is under one half.
+    let wasted = number(&run, "wasted_progress_s") / number(&run, "elapsed_s");
+    assert!((0.15..0.16).contains(&wasted), "{wasted}");
+    assert!(number(&run, "goodput") < 0.42);
+}
+
+#[test]
+fn a_real_run_resumed_where_it_stopped_is_told_apart_by_its_restart_lines() {
+    // torchtitan pre-training on 4 RTX 5090s, logged every 10 steps over three files of one run folder
+    // (QIU023/torchtitan_attention_residual): steps 1 to 12500, then a relaunch from step 12500 that
+    // crashed at 12960 without saving, then another from step 12500 again, to 14020. The second
+    // attempt goes on from the first's last step: only its `Training starts at step 12501` line says
+    // it is a new one.
+    let run = real_run("torchtitan__qiu023-kimi436m-attnres-pretrain-resumes");
+    assert_eq!(run["attempts"], "3");
+    assert_eq!(
+        (number(&run, "steps_executed"), number(&run, "steps_redone")),
+        (12_500.0 + 460.0 + 1_520.0, 460.0)
+    );
+    // One device's 49,152 tokens a step over `tps`: step 1 (tps 1,601) is one step; the first line of
+    // each relaunch is step 12510 (tps 2,528 and 2,579), ten steps.
+    let step_one = 49_152.0 / 1_601.0;
+    assert!((number(&run, "elapsed_s") - (223_516.170 + step_one)).abs() < 0.002);
+    // The gaps 283.509 and 1,214.225 s, less the ten steps of each relaunch's first line.
+    let recovery = 283.509 + 1_214.225 - 10.0 * 49_152.0 / 2_528.0 - 10.0 * 49_152.0 / 2_579.0;
+    assert!(
+        (number(&run, "recovery_s") - recovery).abs() < 0.005,
+        "{}",
+        run["recovery_s"]
+    );
+    buckets_add_up(&run);
+}

@@ -565,6 +565,7 @@ fn summary<'py>(
                             held: mfu::read::Held::none(),
                             rejects: Vec::new(),
                             warnings: Vec::new(),
+                            restarts: Vec::new(),
                         },
                     ));
                 }

@@ -159,7 +159,9 @@ pub fn goodput_runs(
         };
         // The run of the row before, looked up again only where the key changes.
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
+        let mut restarts = l.restarts.iter().peekable();
         for row in 0..df.height() {
+            let restart = restarts.next_if(|r| **r == row).is_some();
             let key = key_of(row);
             let at = match current {
                 Some((k, at)) if k == key => at,
@@ -190,6 +192,7 @@ pub fn goodput_runs(
                 flops,
                 capacity,
                 devices,
+                restart,
             });
             if entry.1.is_none() {
                 entry.1.clone_from(&wall_column);

@@ -324,6 +324,8 @@ pub struct Loaded {
     pub rejects: Vec<Reject>,
     /// Things the user should know (non-numeric cells, renamed columns, missing timing).
     pub warnings: Vec<String>,
+    /// The rows a restart line of the log comes before (a console log's `Training starts at step N`).
+    pub restarts: Vec<usize>,
 }
 
 impl Loaded {
@@ -510,6 +512,7 @@ impl Plan {
         let read = read_input(input, &self.read)?;
         let read_s = started.elapsed().as_secs_f64();
         let rows = read.frame.height();
+        let restarts = read.restarts;
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options, read.recorded.as_deref())
         } else if read.shape.timing_optional()
@@ -560,6 +563,7 @@ impl Plan {
                 held: read.held,
                 rejects,
                 warnings,
+                restarts,
             },
             verbose,
         ))

@@ -386,6 +386,8 @@ pub struct ReadOutcome {
     pub recorded: Option<String>,
     /// Which column holds which field, as a console log's vocabulary says.
     pub hints: Vec<crate::columns::ColumnHint>,
+    /// The rows a restart line of a console log comes before (see [`shapes::ShapedFrame::restarts`]).
+    pub restarts: Vec<usize>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame: a run folder
@@ -469,6 +471,7 @@ fn shaped_outcome(
         model,
         recorded: None,
         hints: shaped.hints,
+        restarts: shaped.restarts,
     }
 }
 
@@ -665,6 +668,7 @@ fn read_table_input(
         model: None,
         recorded,
         hints: Vec::new(),
+        restarts: Vec::new(),
     })
 }
 
@@ -804,6 +808,7 @@ fn read_console(
         warnings: read.warnings,
         model: read.model,
         hints: read.hints,
+        restarts: read.restarts,
     })
 }
 
@@ -999,6 +1004,7 @@ impl ReadOutcome {
             model: None,
             recorded: None,
             hints: Vec::new(),
+            restarts: Vec::new(),
         }
     }
 

@@ -39,6 +39,8 @@ pub struct ConsoleRead {
     pub model: Option<crate::flops::ModelConfig>,
     pub hints: Vec<ColumnHint>,
     pub framework: Option<String>,
+    /// The rows a restart line comes before (`Training starts at step N`): each starts an attempt.
+    pub restarts: Vec<usize>,
 }
 
 /// A candidate training line (with its continuation lines), borrowing from the log's text.
@@ -308,6 +310,8 @@ struct FamilyRows {
     /// Each rank's first row and its digest (a block's first row may repeat the block before's last).
     first: FastMap<Option<u32>, (usize, u64)>,
     repeats: usize,
+    /// Lines with the family's step key and no other number, not rows.
+    bare: usize,
     words_among_numbers: usize,
 }
 
@@ -329,6 +333,7 @@ impl FamilyRows {
             previous: FastMap::default(),
             first: FastMap::default(),
             repeats: 0,
+            bare: 0,
             words_among_numbers: 0,
         }
     }
@@ -352,6 +357,11 @@ impl FamilyRows {
         counts.1 += usize::from(numbers >= 1);
         if numbers >= 1 {
             self.timed |= timed;
+        } else {
+            // The step key and no other number (`Saving a full checkpoint at last step, step 12500.`):
+            // a message about a step, not a step's row.
+            self.bare += 1;
+            return None;
         }
         if self.previous.insert(rank, digest) == Some(digest) {
             self.repeats += 1;
@@ -484,6 +494,7 @@ impl FamilyRows {
             later.retain(&drop_first);
         }
         self.repeats += later.repeats + repeats;
+        self.bare += later.bare;
         self.words_among_numbers += later.words_among_numbers;
         self.timed |= later.timed;
         for (rank, (all, with_numbers)) in &later.rows_by_rank {
@@ -808,6 +819,8 @@ struct Scanner<'v> {
     facts: FactLines,
     /// Lines longer than [`LONGEST_LINE`], not read.
     too_long: usize,
+    /// Lines that mark a (re)launch of training (the vocabulary's `restarts`).
+    restart_lines: Vec<usize>,
 }
 
 /// Lines longer than this are no training lines; they are counted and not read.
@@ -837,6 +850,7 @@ impl<'v> Scanner<'v> {
             lines: 0,
             facts: FactLines::default(),
             too_long: 0,
+            restart_lines: Vec::new(),
         }
     }
 
@@ -981,6 +995,14 @@ impl<'v> Scanner<'v> {
             }
         }
         self.cleaner = cleaner;
+        if training.is_empty()
+            && vocabulary()
+                .restarts
+                .iter()
+                .any(|m| memchr::memmem::find(raw.as_bytes(), m.as_bytes()).is_some())
+        {
+            self.restart_lines.push(index);
+        }
         self.keep_for_facts(index, &training, raw);
         self.training = training;
     }
@@ -1571,6 +1593,7 @@ struct Merged {
     facts: FactLines,
     lines: usize,
     too_long: usize,
+    restart_lines: Vec<usize>,
 }
 
 impl Merged {
@@ -1628,6 +1651,8 @@ impl Merged {
                 raw: line.raw,
             });
         }
+        self.restart_lines
+            .extend(block.restart_lines.iter().map(|l| l + offset));
         self.lines += block.lines;
         self.too_long += block.too_long;
     }
@@ -1915,6 +1940,7 @@ pub fn read_in_blocks(
         facts: fact_lines,
         lines: total_lines,
         too_long,
+        restart_lines,
         ..
     } = merged;
     // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
@@ -2047,6 +2073,12 @@ pub fn read_in_blocks(
             rows.repeats
         ));
     }
+    if rows.bare > 0 {
+        notes.push(format!(
+            "{} line(s) with the step key '{}' and no other number not read as steps (such as 'Saving a checkpoint at step 500')",
+            rows.bare, family.0
+        ));
+    }
     if too_long > 0 {
         notes.push(format!(
             "{too_long} line(s) longer than {} MiB not read",
@@ -2060,6 +2092,25 @@ pub fn read_in_blocks(
         .zip(&rows.columns)
         .map(|(n, c)| (n.clone(), c.unit.clone()))
         .collect();
+    // The rows a restart line comes before: one after a row, before the next.
+    let mut restarts = Vec::new();
+    let mut marks = restart_lines.iter().peekable();
+    for (row, line) in rows.lines.iter().enumerate() {
+        let mut marked = false;
+        while marks.next_if(|m| *m < line).is_some() {
+            marked = true;
+        }
+        if marked && row > 0 {
+            restarts.push(row);
+        }
+    }
+    if !restart_lines.is_empty() {
+        notes.push(format!(
+            "{} restart line(s) (such as 'Training starts at step N'): {} row(s) start an attempt",
+            restart_lines.len(),
+            restarts.len()
+        ));
+    }
     let (mut table, text_in_numbers) = rows.table();
     if text_in_numbers > 0 {
         notes.push(format!(
@@ -2330,6 +2381,7 @@ pub fn read_in_blocks(
         model,
         hints,
         framework: framework.map(|f| f.name.clone()),
+        restarts,
     })
 }
 

@@ -65,6 +65,8 @@ pub enum Fact {
 
 #[derive(Debug, Deserialize)]
 struct File {
+    #[serde(default)]
+    restarts: Vec<String>,
     keys: HashMap<Role, Vec<String>>,
     facts: HashMap<Fact, Vec<String>>,
     framework: Vec<Framework>,
@@ -97,6 +99,8 @@ pub struct Framework {
 /// The vocabulary, keyed by normalised name.
 #[derive(Debug)]
 pub struct Vocabulary {
+    /// Texts that mark a (re)launch of training.
+    pub restarts: Vec<String>,
     keys: HashMap<String, Role>,
     facts: Vec<(String, Fact)>,
     /// Each fact's names in the order written: an earlier name is the more telling one.
@@ -141,6 +145,7 @@ fn parse(text: &str) -> Result<Vocabulary, String> {
         f.facts = f.facts.drain().map(|(k, r)| (normalise(&k), r)).collect();
     }
     Ok(Vocabulary {
+        restarts: file.restarts,
         keys,
         facts,
         fact_order,

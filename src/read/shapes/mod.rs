@@ -172,6 +172,8 @@ pub struct ShapedFrame {
     pub model: Option<crate::flops::ModelConfig>,
     /// Which column holds which field, as the log's vocabulary says.
     pub hints: Vec<crate::columns::ColumnHint>,
+    /// The rows a restart line of the log comes before: each starts an attempt (`mfu goodput`).
+    pub restarts: Vec<usize>,
 }
 
 /// How much of a file is searched for a console log's layout.
