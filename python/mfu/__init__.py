@@ -43,6 +43,7 @@ __all__ = [
     "output_schema",
     "read",
     "summary",
+    "goodput",
     "Meter",
     "detect_device",
 ]
@@ -170,5 +171,28 @@ def summary(
         reader, messages = _mfu.summary(
             data=_stream(data_or_paths), by=keys, skip_steps=skip_steps, options=options
         )
+    _warn(messages)
+    return reader.read_all()
+
+
+def goodput(
+    data_or_paths: Any,
+    *,
+    by: Optional[Union[str, Sequence[str]]] = None,
+    **options: Any,
+) -> pa.Table:
+    """Where each run's time went, the columns of ``mfu goodput``: attempts (a relaunch that resumes from
+    a checkpoint), steps kept and redone, elapsed time split into productive, wasted progress, start-up,
+    pauses, recovery and other, goodput, MFU over productive and over elapsed time. ``data_or_paths`` is
+    Arrow data or paths, as for ``summary``; no option is required (a run's time needs only its steps and
+    wall times). docs/goodput.md has the rules."""
+    keys = [by] if isinstance(by, str) else list(by or [])
+    if isinstance(data_or_paths, (str, os.PathLike)) or (
+        isinstance(data_or_paths, (list, tuple))
+        and all(isinstance(p, (str, os.PathLike)) for p in data_or_paths)
+    ):
+        reader, messages = _mfu.goodput(paths=_paths(data_or_paths), by=keys, options=options)
+    else:
+        reader, messages = _mfu.goodput(data=_stream(data_or_paths), by=keys, options=options)
     _warn(messages)
     return reader.read_all()

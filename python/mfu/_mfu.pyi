@@ -25,6 +25,13 @@ def summary(
     options: Optional[Mapping[str, Any]] = None,
 ) -> Tuple[pa.RecordBatchReader, list[str]]: ...
 
+def goodput(
+    paths: Optional[Sequence[str]] = None,
+    data: Any = None,
+    by: Sequence[str] = ...,
+    options: Optional[Mapping[str, Any]] = None,
+) -> Tuple[pa.RecordBatchReader, list[str]]: ...
+
 def resolve(
     device: str | Sequence[str] | None,
     dtype: Optional[str],

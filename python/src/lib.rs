@@ -513,6 +513,65 @@ fn table_out<'py>(
     Ok((export_batches(py, schema, vec![batch])?, warnings))
 }
 
+/// Inputs loaded for the per-run functions: each with its name, and the warnings.
+type LoadedRuns = (Vec<(String, mfu::pipeline::Loaded)>, Vec<String>);
+
+/// Files (`paths`) or Arrow data (`data`, enriched first or taken as enriched) loaded as `mfu summary`
+/// and `mfu goodput` load them.
+fn load_runs(
+    paths: Option<Vec<String>>,
+    imported: Option<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>,
+    mut options: Options,
+    what: &str,
+) -> Result<LoadedRuns, PipelineError> {
+    let mut loaded = Vec::new();
+    let mut warnings = Vec::new();
+    match (paths, imported) {
+        (Some(paths), None) => {
+            options.inputs = paths;
+            let plan = Plan::new(&options)?;
+            for (input, l) in plan.inputs.iter().zip(plan.load_all(true, &Silent)?) {
+                let l = l?;
+                warnings.extend(l.warnings.iter().cloned());
+                loaded.push((input.display.clone(), l));
+            }
+        }
+        (None, Some((schema, batches))) => {
+            let enrich = options.enrich_options()?;
+            let one = arrow::compute::concat_batches(&schema, &batches)
+                .map_err(|e| PipelineError::Output(e.to_string()))?;
+            let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
+                .map_err(|e| PipelineError::Output(e.to_string()))?;
+            let enriched = if mfu::enrich::is_enriched(&frame) {
+                let recorded = schema.metadata().get(mfu::enrich::OPTIONS_KEY);
+                mfu::enrich::reuse_enriched(frame, &enrich, recorded.map(String::as_str))
+            } else {
+                mfu::enrich::enrich_frame(frame, &enrich)
+            }
+            .map_err(|error| PipelineError::Enrich {
+                input: "data".into(),
+                error,
+            })?;
+            loaded.push((
+                "data".to_string(),
+                mfu::pipeline::Loaded {
+                    enriched,
+                    held: mfu::read::Held::none(),
+                    rejects: Vec::new(),
+                    warnings: Vec::new(),
+                    restarts: Vec::new(),
+                },
+            ));
+        }
+        _ => {
+            return Err(PipelineError::Output(format!(
+                "{what} takes either paths or data"
+            )))
+        }
+    }
+    Ok((loaded, warnings))
+}
+
 /// One row per run over files (`paths`) or Arrow data (`data`, enriched first or taken as enriched);
 /// gives (a RecordBatchReader, warnings).
 #[pyfunction]
@@ -529,54 +588,36 @@ fn summary<'py>(
     let imported = data.map(import_stream).transpose()?;
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
-            let mut loaded = Vec::new();
-            let mut warnings = Vec::new();
-            match (paths, imported) {
-                (Some(paths), None) => {
-                    let mut options = options;
-                    options.inputs = paths;
-                    let plan = Plan::new(&options)?;
-                    for (input, l) in plan.inputs.iter().zip(plan.load_all(true, &Silent)?) {
-                        let l = l?;
-                        warnings.extend(l.warnings.iter().cloned());
-                        loaded.push((input.display.clone(), l));
-                    }
-                }
-                (None, Some((schema, batches))) => {
-                    let enrich = options.enrich_options()?;
-                    let one = arrow::compute::concat_batches(&schema, &batches)
-                        .map_err(|e| PipelineError::Output(e.to_string()))?;
-                    let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
-                        .map_err(|e| PipelineError::Output(e.to_string()))?;
-                    let enriched = if mfu::enrich::is_enriched(&frame) {
-                        let recorded = schema.metadata().get(mfu::enrich::OPTIONS_KEY);
-                        mfu::enrich::reuse_enriched(frame, &enrich, recorded.map(String::as_str))
-                    } else {
-                        mfu::enrich::enrich_frame(frame, &enrich)
-                    }
-                    .map_err(|error| PipelineError::Enrich {
-                        input: "data".into(),
-                        error,
-                    })?;
-                    loaded.push((
-                        "data".to_string(),
-                        mfu::pipeline::Loaded {
-                            enriched,
-                            held: mfu::read::Held::none(),
-                            rejects: Vec::new(),
-                            warnings: Vec::new(),
-                            restarts: Vec::new(),
-                        },
-                    ));
-                }
-                _ => {
-                    return Err(PipelineError::Output(
-                        "summary takes either paths or data".into(),
-                    ))
-                }
-            }
+            let (loaded, warnings) = load_runs(paths, imported, options, "summary")?;
             let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64)?;
             let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
+            Ok((frame_batch(&frame, Default::default())?, warnings))
+        })
+        .map_err(py_error)?;
+    table_out(py, batch, warnings)
+}
+
+/// Where each run's time went, over files (`paths`) or Arrow data (`data`): the columns of `mfu
+/// goodput`; gives (a RecordBatchReader, warnings).
+#[pyfunction]
+#[pyo3(signature = (paths=None, data=None, by=Vec::new(), options=None))]
+fn goodput<'py>(
+    py: Python<'py>,
+    paths: Option<Vec<String>>,
+    data: Option<&Bound<'py, PyAny>>,
+    by: Vec<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+    let mut options = options_from(options)?;
+    // A run's time needs only its steps and times, as on the command line.
+    options.optional_fields = true;
+    let imported = data.map(import_stream).transpose()?;
+    let (batch, warnings) = py
+        .detach(|| -> Result<_, PipelineError> {
+            let (loaded, warnings) = load_runs(paths, imported, options, "goodput")?;
+            let (keys, runs) = mfu::pipeline::goodput::goodput_runs(&loaded, &by)?;
+            let frame =
+                mfu::pipeline::goodput::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
             Ok((frame_batch(&frame, Default::default())?, warnings))
         })
         .map_err(py_error)?;
@@ -735,6 +776,7 @@ fn _mfu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lookup, m)?)?;
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
+    m.add_function(wrap_pyfunction!(goodput, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(step_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(flops_per_token, m)?)?;

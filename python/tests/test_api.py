@@ -185,3 +185,27 @@ def test_calls_from_several_threads_agree():
         t.join()
     assert len(results) == 4
     assert all(r.equals(results[0]) for r in results)
+
+
+def test_goodput_of_paths_and_of_data_match_the_cli(mfu_cli):
+    # A real torchtitan run relaunched six times (tests/data/goodput: its source and a hand reading).
+    log = FIXTURES.parent / "tests" / "data" / "goodput" / (
+        "torchtitan__qiu023-vlm447m-sft-stage2-continuation.log"
+    )
+    want = json.loads(mfu_cli("goodput", str(log), "--format", "json", "--quiet").stdout)[0]
+    got = mfu.goodput(log).to_pylist()[0]
+    assert (got["attempts"], got["steps_executed"], got["steps_redone"]) == (6, 2712.0, 712.0)
+    for key in ("elapsed_s", "productive_s", "wasted_progress_s", "recovery_s", "startup_s",
+                "pause_s", "other_s", "goodput"):
+        assert got[key] == want[key], (key, got[key], want[key])
+    # Arrow data: one run of steps 1-4, then a relaunch from step 2 after 10 s down, no other field.
+    table = pa.table({
+        "step": [1, 2, 3, 4, 3, 4],
+        "wall_time": [101.0, 102.0, 103.0, 104.0, 115.0, 116.0],
+        "step_time_s": [1.0] * 6,
+    })
+    row = mfu.goodput(table).to_pylist()[0]
+    assert (row["attempts"], row["steps_redone"]) == (2, 2.0)
+    assert (row["elapsed_s"], row["productive_s"], row["wasted_progress_s"]) == (16.0, 4.0, 2.0)
+    assert row["recovery_s"] == 10.0
+    assert row["goodput"] == 0.25
