@@ -5,7 +5,7 @@ use crate::util::{csv_rows, Workdir};
 
 /// A torchtitan console log of `attempts` (first step, last step, seconds down before it), steps of 2 s,
 /// each attempt's first step 30 s slower, 40 s of checkpointing after step 50 of the first attempt.
-fn torchtitan_log(attempts: &[(u32, u32, u32)]) -> String {
+pub fn torchtitan_log(attempts: &[(u32, u32, u32)]) -> String {
     let mut clock: u64 = 1_776_549_600 * 1000; // 2026-04-18 22:00:00 UTC, in milliseconds
     let mut out = String::new();
     let mut line = |clock: u64, text: &str| {

@@ -235,3 +235,66 @@ fn a_fleet_page_stays_light() {
         seen["ready_ms"]
     );
 }
+
+#[test]
+fn a_relaunched_run_shows_where_its_time_went() {
+    // The log of tests/cmd_goodput.rs: a crash at step 130, a relaunch from step 100 after 600 s, a
+    // 40 s checkpoint, 30 s of compilation at each start.
+    let wd = Workdir::new("report_goodput");
+    let log = wd.create(
+        "train.log",
+        crate::cmd_goodput::torchtitan_log(&[(1, 130, 0), (101, 250, 600)]),
+    );
+    let page = report(
+        &wd,
+        &log,
+        &[
+            "--dtype",
+            "bf16",
+            "--device",
+            "H100 SXM",
+            "--num-devices",
+            "8",
+            "--flops-per-token",
+            "6e9",
+        ],
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let start = html
+        .find(r#"<script id="data" type="application/json">"#)
+        .unwrap();
+    let json = &html[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+    let data: Value = serde_json::from_str(json).unwrap();
+    let run = &data["goodput"]["rows"][0];
+    assert_eq!(run["attempts"], 2);
+    for (bucket, seconds) in [
+        ("elapsed_s", 1260.0),
+        ("productive_s", 500.0),
+        ("wasted_progress_s", 60.0),
+        ("startup_s", 60.0),
+        ("pause_s", 40.0),
+        ("recovery_s", 600.0),
+    ] {
+        assert!(
+            (run[bucket].as_f64().unwrap() - seconds).abs() < 1e-6,
+            "{bucket}: {run}"
+        );
+    }
+    let Some(seen) = in_browser(&page, &[]) else {
+        return;
+    };
+    assert_eq!(seen["exceptions"], Value::Array(vec![]), "{seen}");
+    let bars = seen["goodput"].as_array().unwrap();
+    assert_eq!(bars.len(), 1);
+    let label = bars[0].as_str().unwrap();
+    for share in [
+        "productive 39.7%",
+        "wasted progress 4.8%",
+        "start-up 4.8%",
+        "pauses 3.2%",
+        "recovery 47.6%",
+    ] {
+        assert!(label.contains(share), "{share} in {label}");
+    }
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 
+use mfu::pipeline::goodput::goodput_runs;
 use mfu::pipeline::summary::summarize_runs;
 use mfu::report::{html, ReportInput, ReportOptions};
 
@@ -73,6 +74,9 @@ pub fn run(args: &ReportPageArgs) -> anyhow::Result<ExitCode> {
     }
     let by: Vec<String> = args.by.iter().cloned().collect();
     let (key_names, runs) = summarize_runs(&loaded, &by, args.skip_steps as f64)?;
+    // Where each run's time went, its runs keyed as the summary's.
+    let (_, goodput) = goodput_runs(&loaded, &by)?;
+    let goodput: Vec<_> = goodput.into_iter().map(|r| (r.keys, r.goodput)).collect();
     let mut inputs = Vec::with_capacity(loaded.len());
     for (display, l) in &loaded {
         let key_column = match (
@@ -96,7 +100,14 @@ pub fn run(args: &ReportPageArgs) -> anyhow::Result<ExitCode> {
         title: args.title.clone(),
         ..ReportOptions::default()
     };
-    let page = html(&inputs, &key_names, &runs, &plan.options.resolver, &options)?;
+    let page = html(
+        &inputs,
+        &key_names,
+        &runs,
+        &goodput,
+        &plan.options.resolver,
+        &options,
+    )?;
     match remote {
         Some((remote, local, _folder)) => {
             write_page(&local, &page, true)?;

@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 
 use crate::columns::{ColumnMapping, Field, FieldSource, FieldValues};
 use crate::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, RESOLVED_DEVICE};
+use crate::goodput::Goodput;
 use crate::peaks::{cited_in, normalize, Dtype, MatchOutcome, NoMatch, Resolver};
 use crate::summary::RunSummary;
 
@@ -94,12 +95,13 @@ struct RunRows {
     flops_from: Vec<String>,
 }
 
-/// The report page for `inputs`, with `runs` (the summaries, from [`crate::pipeline::summary`]) keyed
-/// by `key_names`.
+/// The report page for `inputs`, with `runs` (the summaries, from [`crate::pipeline::summary`]) and
+/// `goodput` (each run's keys and where its time went, from [`crate::goodput`]) keyed by `key_names`.
 pub fn html(
     inputs: &[ReportInput],
     key_names: &[String],
     runs: &[RunSummary],
+    goodput: &[(Vec<Option<String>>, Goodput)],
     resolver: &Resolver,
     options: &ReportOptions,
 ) -> Result<String, polars::prelude::PolarsError> {
@@ -116,11 +118,36 @@ pub fn html(
             "peak_table_sha256": resolver.table().sha256(),
         },
         "summary": summary_json(key_names, runs),
+        "goodput": goodput_json(key_names, goodput),
         "series": series_json(&order, &gathered, points_per_run(options.points, order.len())),
         "devices": devices_json(&devices, resolver),
         "flops": flops_json(&order, &gathered),
     });
     Ok(page(&options.title, &data))
+}
+
+/// Where each run's time went: its keys and buckets, for the page's bars.
+fn goodput_json(key_names: &[String], runs: &[(Vec<Option<String>>, Goodput)]) -> Value {
+    json!({
+        "keys": key_names,
+        "rows": runs.iter().map(|(keys, g)| json!({
+            "keys": keys,
+            "attempts": g.attempts,
+            "steps_kept": g.steps_kept,
+            "steps_executed": g.steps_executed,
+            "elapsed_s": g.elapsed_s,
+            "productive_s": g.productive_s,
+            "wasted_progress_s": g.wasted_progress_s,
+            "startup_s": g.startup_s,
+            "pause_s": g.pause_s,
+            "recovery_s": g.recovery_s,
+            "other_s": g.other_s,
+            "goodput": g.goodput,
+            "mfu_productive": g.mfu_productive,
+            "mfu_effective": g.mfu_effective,
+            "notes": g.notes,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Each run's rows, in order of first appearance, and every device name seen with its rows' dtypes.
@@ -497,6 +524,9 @@ fn page(title: &str, data: &Value) -> String {
 <header id="header"><h1>{title}</h1><p id="meta"></p></header>
 <main>
 <section id="summary-section"><h2>Runs</h2><table id="summary"></table></section>
+<section id="goodput-section"><h2>Where the time went</h2>
+<p class="hint">Each run's elapsed time, from its first step's start to its last step's end, in buckets (<code>mfu goodput</code>, docs/goodput.md): productive steps, steps a later attempt ran again, start-up, pauses between steps, recovery between attempts, other.</p>
+<div id="goodput"></div></section>
 <section id="charts-section"><h2>MFU, throughput and step time by step</h2>
 <p class="hint">Drag across a chart to zoom (double-click to reset), click a run in a legend to hide or show it; the cursor moves on all three charts together.</p>
 <div id="chart-mfu" class="chart"></div><div id="chart-tps" class="chart"></div><div id="chart-time" class="chart"></div>

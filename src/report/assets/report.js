@@ -24,6 +24,62 @@
     (m.inputs.length > 5 ? ", ..." : "") + "); mfu " + m.version + ", " + m.generated +
     "; peak table " + m.peak_table_sha256.slice(0, 12);
 
+  // Where the time went: a bar per run, its buckets side by side in proportion to elapsed time.
+  (function () {
+    var box = document.getElementById("goodput");
+    var buckets = [
+      ["productive_s", "productive", "productive"],
+      ["wasted_progress_s", "wasted progress", "wasted"],
+      ["startup_s", "start-up", "startup"],
+      ["pause_s", "pauses", "pause"],
+      ["recovery_s", "recovery", "recovery"],
+      ["other_s", "other", "other"]
+    ];
+    function hms(s) {
+      if (s === null || s === undefined) return "-";
+      if (s < 60) return s.toFixed(1) + " s";
+      var t = Math.round(s);
+      return Math.floor(t / 3600) + ":" + String(Math.floor(t / 60) % 60).padStart(2, "0") + ":" + String(t % 60).padStart(2, "0");
+    }
+    var legend = el("p", { "class": "goodput-legend" });
+    buckets.forEach(function (b) {
+      var item = el("span", { "class": "legend-item" });
+      item.appendChild(el("span", { "class": "swatch " + b[2] }));
+      item.appendChild(document.createTextNode(b[1]));
+      legend.appendChild(item);
+    });
+    box.appendChild(legend);
+    data.goodput.rows.forEach(function (r) {
+      var row = el("div", { "class": "goodput-run" });
+      var name = r.keys.map(function (k) { return k === null ? "-" : k; }).join(" / ");
+      row.appendChild(el("div", { "class": "goodput-name" }, name));
+      if (r.elapsed_s === null || !(r.elapsed_s > 0)) {
+        row.appendChild(el("div", { "class": "note" }, "not measured: " + (r.notes.join("; ") || "no wall times")));
+        box.appendChild(row);
+        return;
+      }
+      var bar = el("div", { "class": "goodput-bar", "role": "img" });
+      var said = [];
+      buckets.forEach(function (b) {
+        var v = r[b[0]] || 0;
+        if (v <= 0) return;
+        var share = v / r.elapsed_s;
+        var part = el("span", { "class": "part " + b[2], "title": b[1] + ": " + hms(v) + " (" + pct(share) + "%)" });
+        part.style.width = (share * 100).toFixed(3) + "%";
+        bar.appendChild(part);
+        said.push(b[1] + " " + pct(share) + "%");
+      });
+      bar.setAttribute("aria-label", name + ": " + said.join(", "));
+      row.appendChild(bar);
+      row.appendChild(el("div", { "class": "note" },
+        "goodput " + pct(r.goodput) + "% of " + hms(r.elapsed_s) + "; " + r.attempts + " attempt" + (r.attempts === 1 ? "" : "s") +
+        ", " + num(r.steps_kept) + " of " + num(r.steps_executed) + " steps kept" +
+        (r.mfu_productive === null ? "" : "; MFU " + pct(r.mfu_productive) + "% while productive, " + pct(r.mfu_effective) + "% over the elapsed time") +
+        (r.notes.length ? "; " + r.notes.join("; ") : "")));
+      box.appendChild(row);
+    });
+  })();
+
   // The summary: the columns of `mfu summary`, sortable.
   var keys = data.summary.keys;
   var columns = keys.map(function (k, i) {
