@@ -20,6 +20,18 @@
 //! of its step(s); a row logged every k steps covers k steps (`span`). docs/goodput.md has the rules
 //! side by side with Google's goodput and Meta's effective training time.
 
+/// What a log says happened just before one of its rows (a console log's lines between two step
+/// lines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Training was launched again (`Training starts at step N`).
+    Restart,
+    /// An evaluation ran (lines of an evaluation family).
+    Evaluation,
+    /// A checkpoint was saved (`Saving the checkpoint`).
+    Checkpoint,
+}
+
 /// One row of a run, as the log gives it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Row {
@@ -37,6 +49,10 @@ pub struct Row {
     pub devices: Option<f64>,
     /// The log says training was launched again just before this row (`Training starts at step N`).
     pub restart: bool,
+    /// The log says an evaluation ran, or a checkpoint was saved, between the row before and this one;
+    /// `None` where the log cannot say (only console logs' lines do).
+    pub evaluation: Option<bool>,
+    pub checkpoint: Option<bool>,
 }
 
 /// Where one run's time went. Times in seconds; `None` where the log cannot tell (see `notes`).
@@ -52,6 +68,10 @@ pub struct Goodput {
     pub recovery_s: Option<f64>,
     pub startup_s: Option<f64>,
     pub pause_s: Option<f64>,
+    /// The pauses the log explains: before a row an evaluation ran before (and no checkpoint), and before
+    /// a row a checkpoint was saved before (and no evaluation); `None` where the log cannot say.
+    pub pause_evaluation_s: Option<f64>,
+    pub pause_checkpoint_s: Option<f64>,
     pub other_s: Option<f64>,
     /// productive / elapsed.
     pub goodput: Option<f64>,
@@ -182,6 +202,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
     if timed {
         let wall = |i: usize| rows[i].wall_time.expect("timed");
         let mut backwards = 0;
+        let (mut evaluating, mut checkpointing) = (0.0, 0.0);
         for (i, &kept) in kept.iter().enumerate() {
             let step_part = if first_of_attempt(i) {
                 let t = row_time(i).unwrap_or_else(|| {
@@ -199,6 +220,11 @@ pub fn measure(rows: &[Row]) -> Goodput {
                 let interval = interval.max(0.0);
                 let step = row_time(i).map_or(interval, |t| t.min(interval));
                 pause += interval - step;
+                match (rows[i].evaluation, rows[i].checkpoint) {
+                    (Some(true), Some(false)) => evaluating += interval - step,
+                    (Some(false), Some(true)) => checkpointing += interval - step,
+                    _ => {}
+                }
                 step
             };
             if kept {
@@ -232,6 +258,13 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
         out.other_s = Some(other.max(0.0));
         out.pause_s = Some(pause);
+        if rows
+            .iter()
+            .all(|r| r.evaluation.is_some() && r.checkpoint.is_some())
+        {
+            out.pause_evaluation_s = Some(evaluating);
+            out.pause_checkpoint_s = Some(checkpointing);
+        }
         out.recovery_s = Some(recovery);
         if untimed_firsts > 0 {
             out.notes.push(format!(
@@ -329,6 +362,8 @@ mod tests {
                     capacity: Some(1000.0),
                     devices: Some(8.0),
                     restart: false,
+                    evaluation: Some(false),
+                    checkpoint: Some(false),
                 });
                 if let Some((_, _, p)) = pauses.iter().find(|(pa, ps, _)| *pa == a && *ps == s) {
                     clock += p;
@@ -423,6 +458,29 @@ mod tests {
             ideal_step_time(&[1.0, 10.0, 1.0, 2.0, 1.0]),
             Some((1.0, 1.0))
         );
+    }
+
+    #[test]
+    fn pauses_the_log_explains_are_told_apart() {
+        // A 40 s pause after step 10 with a checkpoint line, 30 s after step 20 with an evaluation, 20 s
+        // after step 30 with both, 10 s after step 40 with neither.
+        let pauses = [(0, 10, 40.0), (0, 20, 30.0), (0, 30, 20.0), (0, 40, 10.0)];
+        let mut rows = timeline(&[(1..=50, 0.0)], 1.0, 0.0, &pauses);
+        rows[10].checkpoint = Some(true);
+        rows[20].evaluation = Some(true);
+        rows[30].checkpoint = Some(true);
+        rows[30].evaluation = Some(true);
+        let g = measure(&rows);
+        assert!(close(g.pause_s, 100.0));
+        assert!(close(g.pause_checkpoint_s, 40.0));
+        assert!(close(g.pause_evaluation_s, 30.0));
+        // A log that cannot say (a table) says nothing.
+        for row in &mut rows {
+            row.evaluation = None;
+        }
+        let g = measure(&rows);
+        assert_eq!((g.pause_evaluation_s, g.pause_checkpoint_s), (None, None));
+        assert!(close(g.pause_s, 100.0));
     }
 
     #[test]

@@ -114,6 +114,11 @@ fn a_crash_a_rollback_a_pause_and_compilation_each_in_their_bucket() {
     );
     assert!((n("mfu_effective") - n("goodput") * n("mfu_productive")).abs() < 1e-12);
     assert!((n("device_hours_lost") - 8.0 * 760.0 / 3600.0).abs() < 1e-9);
+    // The 40 s pause follows a `Saving the checkpoint` line: checkpointing, not evaluation.
+    assert_eq!(
+        (n("pause_checkpoint_s"), n("pause_evaluation_s")),
+        (40.0, 0.0)
+    );
     assert_eq!(run["wall_time_column"], "wall_time");
     assert_eq!(run["notes"], "");
 }
@@ -170,7 +175,13 @@ fn json_and_table_say_the_same_and_a_run_without_wall_times_says_what_it_cannot_
     assert_eq!(run["attempts"], "2");
     assert_eq!(run["productive_s"], "15.0");
     assert_eq!(run["wasted_progress_s"], "5.0");
-    for unmeasured in ["elapsed_s", "goodput", "recovery_s", "mfu_productive"] {
+    for unmeasured in [
+        "elapsed_s",
+        "goodput",
+        "recovery_s",
+        "mfu_productive",
+        "pause_checkpoint_s",
+    ] {
         assert_eq!(run[unmeasured], "", "{unmeasured}");
     }
     assert!(run["notes"].contains("no wall time"), "{}", run["notes"]);

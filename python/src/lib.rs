@@ -559,7 +559,7 @@ fn load_runs(
                     held: mfu::read::Held::none(),
                     rejects: Vec::new(),
                     warnings: Vec::new(),
-                    restarts: Vec::new(),
+                    marks: None,
                 },
             ));
         }

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
-use crate::goodput::{measure, Goodput, Row};
+use crate::goodput::{measure, Goodput, Mark, Row};
 use crate::summary::{f64s, row_keys, step_spans, GroupBy};
 
 use super::summary::run_groups;
 use super::{Loaded, PipelineError};
 
 /// The columns of one run's goodput, after its key columns, in order.
-pub const GOODPUT_COLUMNS: [&str; 21] = [
+pub const GOODPUT_COLUMNS: [&str; 23] = [
     "attempts",
     "steps_executed",
     "steps_kept",
@@ -24,6 +24,8 @@ pub const GOODPUT_COLUMNS: [&str; 21] = [
     "recovery_s",
     "startup_s",
     "pause_s",
+    "pause_evaluation_s",
+    "pause_checkpoint_s",
     "other_s",
     "goodput",
     "ideal_step_time_s",
@@ -159,9 +161,17 @@ pub fn goodput_runs(
         };
         // The run of the row before, looked up again only where the key changes.
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
-        let mut restarts = l.restarts.iter().peekable();
+        let mut marks = l.marks.as_deref().unwrap_or_default().iter().peekable();
+        let marked = l.marks.is_some();
         for row in 0..df.height() {
-            let restart = restarts.next_if(|r| **r == row).is_some();
+            let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
+            while let Some((_, mark)) = marks.next_if(|(r, _)| *r == row) {
+                match mark {
+                    Mark::Restart => restart = true,
+                    Mark::Evaluation => evaluation = true,
+                    Mark::Checkpoint => checkpoint = true,
+                }
+            }
             let key = key_of(row);
             let at = match current {
                 Some((k, at)) if k == key => at,
@@ -193,6 +203,8 @@ pub fn goodput_runs(
                 capacity,
                 devices,
                 restart,
+                evaluation: marked.then_some(evaluation),
+                checkpoint: marked.then_some(checkpoint),
             });
             if entry.1.is_none() {
                 entry.1.clone_from(&wall_column);
@@ -228,7 +240,7 @@ pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataF
     let attempts: Vec<u32> = runs.iter().map(|r| r.goodput.attempts as u32).collect();
     columns.push(Column::new("attempts".into(), attempts));
     type Getter = fn(&Goodput) -> Option<f64>;
-    let numbers: [(&str, Getter); 17] = [
+    let numbers: [(&str, Getter); 19] = [
         ("steps_executed", |g| Some(g.steps_executed)),
         ("steps_kept", |g| Some(g.steps_kept)),
         ("steps_redone", |g| Some(g.steps_redone)),
@@ -238,6 +250,8 @@ pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataF
         ("recovery_s", |g| g.recovery_s),
         ("startup_s", |g| g.startup_s),
         ("pause_s", |g| g.pause_s),
+        ("pause_evaluation_s", |g| g.pause_evaluation_s),
+        ("pause_checkpoint_s", |g| g.pause_checkpoint_s),
         ("other_s", |g| g.other_s),
         ("goodput", |g| g.goodput),
         ("ideal_step_time_s", |g| g.ideal_step_time_s),

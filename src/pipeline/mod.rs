@@ -324,8 +324,9 @@ pub struct Loaded {
     pub rejects: Vec<Reject>,
     /// Things the user should know (non-numeric cells, renamed columns, missing timing).
     pub warnings: Vec<String>,
-    /// The rows a restart line of the log comes before (a console log's `Training starts at step N`).
-    pub restarts: Vec<usize>,
+    /// What the log's lines say happened before some rows (a console log's `Training starts at step N`,
+    /// evaluations, checkpoints), sorted by row; `None` where the reader does not look.
+    pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
 }
 
 impl Loaded {
@@ -512,7 +513,7 @@ impl Plan {
         let read = read_input(input, &self.read)?;
         let read_s = started.elapsed().as_secs_f64();
         let rows = read.frame.height();
-        let restarts = read.restarts;
+        let marks = read.marks;
         let enriched = if reuse && is_enriched(&read.frame) {
             reuse_enriched(read.frame, &self.options, read.recorded.as_deref())
         } else if read.shape.timing_optional()
@@ -563,7 +564,7 @@ impl Plan {
                 held: read.held,
                 rejects,
                 warnings,
-                restarts,
+                marks,
             },
             verbose,
         ))

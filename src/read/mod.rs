@@ -386,8 +386,8 @@ pub struct ReadOutcome {
     pub recorded: Option<String>,
     /// Which column holds which field, as a console log's vocabulary says.
     pub hints: Vec<crate::columns::ColumnHint>,
-    /// The rows a restart line of a console log comes before (see [`shapes::ShapedFrame::restarts`]).
-    pub restarts: Vec<usize>,
+    /// What a console log's lines say happened before some rows (see [`shapes::ShapedFrame::marks`]).
+    pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame: a run folder
@@ -471,7 +471,7 @@ fn shaped_outcome(
         model,
         recorded: None,
         hints: shaped.hints,
-        restarts: shaped.restarts,
+        marks: shaped.marks,
     }
 }
 
@@ -668,7 +668,7 @@ fn read_table_input(
         model: None,
         recorded,
         hints: Vec::new(),
-        restarts: Vec::new(),
+        marks: None,
     })
 }
 
@@ -808,7 +808,7 @@ fn read_console(
         warnings: read.warnings,
         model: read.model,
         hints: read.hints,
-        restarts: read.restarts,
+        marks: Some(read.marks),
     })
 }
 
@@ -1004,7 +1004,7 @@ impl ReadOutcome {
             model: None,
             recorded: None,
             hints: Vec::new(),
-            restarts: Vec::new(),
+            marks: None,
         }
     }
 

@@ -140,6 +140,8 @@ fn goodput_json(key_names: &[String], runs: &[(Vec<Option<String>>, Goodput)]) -
             "wasted_progress_s": g.wasted_progress_s,
             "startup_s": g.startup_s,
             "pause_s": g.pause_s,
+            "pause_evaluation_s": g.pause_evaluation_s,
+            "pause_checkpoint_s": g.pause_checkpoint_s,
             "recovery_s": g.recovery_s,
             "other_s": g.other_s,
             "goodput": g.goodput,

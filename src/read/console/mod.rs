@@ -26,6 +26,7 @@ pub mod vocabulary;
 use std::collections::HashMap;
 
 use crate::columns::{ColumnHint, Field, RunFact, TimeUnit};
+use crate::goodput::Mark;
 use pairs::{Pair, Value};
 use vocabulary::{normalise, vocabulary, Fact, Framework, Role};
 
@@ -39,8 +40,10 @@ pub struct ConsoleRead {
     pub model: Option<crate::flops::ModelConfig>,
     pub hints: Vec<ColumnHint>,
     pub framework: Option<String>,
-    /// The rows a restart line comes before (`Training starts at step N`): each starts an attempt.
-    pub restarts: Vec<usize>,
+    /// What the log's other lines say happened before some rows, sorted by row: a relaunch (`Training
+    /// starts at step N`), an evaluation (an evaluation family's line), a checkpoint (`Saving the
+    /// checkpoint`).
+    pub marks: Vec<(usize, Mark)>,
 }
 
 /// A candidate training line (with its continuation lines), borrowing from the log's text.
@@ -819,8 +822,9 @@ struct Scanner<'v> {
     facts: FactLines,
     /// Lines longer than [`LONGEST_LINE`], not read.
     too_long: usize,
-    /// Lines that mark a (re)launch of training (the vocabulary's `restarts`).
-    restart_lines: Vec<usize>,
+    /// Lines that mark a (re)launch of training or a checkpoint (the vocabulary's `restarts` and
+    /// `checkpoints`).
+    mark_lines: Vec<(usize, Mark)>,
 }
 
 /// Lines longer than this are no training lines; they are counted and not read.
@@ -850,7 +854,7 @@ impl<'v> Scanner<'v> {
             lines: 0,
             facts: FactLines::default(),
             too_long: 0,
-            restart_lines: Vec::new(),
+            mark_lines: Vec::new(),
         }
     }
 
@@ -995,13 +999,18 @@ impl<'v> Scanner<'v> {
             }
         }
         self.cleaner = cleaner;
-        if training.is_empty()
-            && vocabulary()
-                .restarts
-                .iter()
-                .any(|m| memchr::memmem::find(raw.as_bytes(), m.as_bytes()).is_some())
-        {
-            self.restart_lines.push(index);
+        if training.is_empty() {
+            let vocab = vocabulary();
+            let holds = |texts: &[String]| {
+                texts
+                    .iter()
+                    .any(|m| memchr::memmem::find(raw.as_bytes(), m.as_bytes()).is_some())
+            };
+            if holds(&vocab.restarts) {
+                self.mark_lines.push((index, Mark::Restart));
+            } else if holds(&vocab.checkpoints) {
+                self.mark_lines.push((index, Mark::Checkpoint));
+            }
         }
         self.keep_for_facts(index, &training, raw);
         self.training = training;
@@ -1593,7 +1602,7 @@ struct Merged {
     facts: FactLines,
     lines: usize,
     too_long: usize,
-    restart_lines: Vec<usize>,
+    mark_lines: Vec<(usize, Mark)>,
 }
 
 impl Merged {
@@ -1651,8 +1660,8 @@ impl Merged {
                 raw: line.raw,
             });
         }
-        self.restart_lines
-            .extend(block.restart_lines.iter().map(|l| l + offset));
+        self.mark_lines
+            .extend(block.mark_lines.iter().map(|(l, m)| (l + offset, *m)));
         self.lines += block.lines;
         self.too_long += block.too_long;
     }
@@ -1940,7 +1949,7 @@ pub fn read_in_blocks(
         facts: fact_lines,
         lines: total_lines,
         too_long,
-        restart_lines,
+        mark_lines,
         ..
     } = merged;
     // One rank's lines: the rank that wrote the most of them (Megatron logs from its last rank).
@@ -2013,6 +2022,12 @@ pub fn read_in_blocks(
     };
     let mut rows = families.swap_remove(best);
     let family = rows.family.clone();
+    // Evaluation lines, for the pauses they explain (`mfu goodput`).
+    let mut mark_lines = mark_lines;
+    for f in families.iter().filter(|f| f.family.1) {
+        mark_lines.extend(f.lines.iter().map(|l| (*l, Mark::Evaluation)));
+    }
+    mark_lines.sort_unstable_by_key(|(line, _)| *line);
     let kept_out: usize = families.iter().map(|f| count(f, false)).sum();
     let evaluation: usize = families
         .iter()
@@ -2092,23 +2107,20 @@ pub fn read_in_blocks(
         .zip(&rows.columns)
         .map(|(n, c)| (n.clone(), c.unit.clone()))
         .collect();
-    // The rows a restart line comes before: one after a row, before the next.
-    let mut restarts = Vec::new();
-    let mut marks = restart_lines.iter().peekable();
+    // The rows a marked line comes before: one after a row, before the next (each kind once a row).
+    let mut marks: Vec<(usize, Mark)> = Vec::new();
+    let mut pending = mark_lines.iter().peekable();
     for (row, line) in rows.lines.iter().enumerate() {
-        let mut marked = false;
-        while marks.next_if(|m| *m < line).is_some() {
-            marked = true;
-        }
-        if marked && row > 0 {
-            restarts.push(row);
+        while let Some((_, mark)) = pending.next_if(|(m, _)| m < line) {
+            if row > 0 && !marks.contains(&(row, *mark)) {
+                marks.push((row, *mark));
+            }
         }
     }
-    if !restart_lines.is_empty() {
+    let restarts = marks.iter().filter(|(_, m)| *m == Mark::Restart).count();
+    if restarts > 0 {
         notes.push(format!(
-            "{} restart line(s) (such as 'Training starts at step N'): {} row(s) start an attempt",
-            restart_lines.len(),
-            restarts.len()
+            "{restarts} row(s) after a restart line (such as 'Training starts at step N') start an attempt"
         ));
     }
     let (mut table, text_in_numbers) = rows.table();
@@ -2381,7 +2393,7 @@ pub fn read_in_blocks(
         model,
         hints,
         framework: framework.map(|f| f.name.clone()),
-        restarts,
+        marks,
     })
 }
 

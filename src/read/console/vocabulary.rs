@@ -67,6 +67,8 @@ pub enum Fact {
 struct File {
     #[serde(default)]
     restarts: Vec<String>,
+    #[serde(default)]
+    checkpoints: Vec<String>,
     keys: HashMap<Role, Vec<String>>,
     facts: HashMap<Fact, Vec<String>>,
     framework: Vec<Framework>,
@@ -99,8 +101,9 @@ pub struct Framework {
 /// The vocabulary, keyed by normalised name.
 #[derive(Debug)]
 pub struct Vocabulary {
-    /// Texts that mark a (re)launch of training.
+    /// Texts that mark a (re)launch of training, and a checkpoint being saved.
     pub restarts: Vec<String>,
+    pub checkpoints: Vec<String>,
     keys: HashMap<String, Role>,
     facts: Vec<(String, Fact)>,
     /// Each fact's names in the order written: an earlier name is the more telling one.
@@ -146,6 +149,7 @@ fn parse(text: &str) -> Result<Vocabulary, String> {
     }
     Ok(Vocabulary {
         restarts: file.restarts,
+        checkpoints: file.checkpoints,
         keys,
         facts,
         fact_order,

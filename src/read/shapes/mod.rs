@@ -172,8 +172,9 @@ pub struct ShapedFrame {
     pub model: Option<crate::flops::ModelConfig>,
     /// Which column holds which field, as the log's vocabulary says.
     pub hints: Vec<crate::columns::ColumnHint>,
-    /// The rows a restart line of the log comes before: each starts an attempt (`mfu goodput`).
-    pub restarts: Vec<usize>,
+    /// What the log's lines say happened before some rows (a relaunch, an evaluation, a checkpoint),
+    /// sorted by row, for `mfu goodput`; `None` where the reader does not look (only console logs do).
+    pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
 }
 
 /// How much of a file is searched for a console log's layout.
