@@ -346,3 +346,50 @@ fn a_real_run_resumed_where_it_stopped_is_told_apart_by_its_restart_lines() {
     );
     buckets_add_up(&run);
 }
+
+#[test]
+fn a_resumed_tensorboard_run_keeps_every_attempts_steps_for_goodput_only() {
+    // fixtures/tensorboard/runs/tbx (written by tensorboardX, make_fixtures.py): steps 1-20 logged
+    // 2.5 s apart, then a second event file resumed at step 16 about 1,000 s later, to step 25.
+    let wd = Workdir::new("goodput_tensorboard");
+    let run = crate::util::fixtures().join("tensorboard/runs/tbx");
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let run_row = &rows[0];
+    let n = |k: &str| -> f64 { run_row[k].parse().unwrap() };
+    assert_eq!(run_row["attempts"], "2");
+    assert_eq!(
+        (n("steps_executed"), n("steps_kept"), n("steps_redone")),
+        (30.0, 25.0, 5.0)
+    );
+    // Steps 1-20 end at +50 s (the first began at +0); the resumed file's first step began at +1,000 s
+    // and its last ended at +1,025 s.
+    assert_eq!(n("elapsed_s"), 1025.0);
+    assert_eq!(n("productive_s"), 25.0 * 2.5);
+    assert_eq!(n("wasted_progress_s"), 5.0 * 2.5);
+    assert_eq!(n("recovery_s"), 950.0);
+    // `mfu enrich` of the same folder keeps TensorBoard's rule: one row a step, the later file's.
+    let out = wd
+        .mfu()
+        .args(["enrich", "--quiet", "-o", "-", "--num-devices", "1"])
+        .args(["--flops-per-token", "1e9"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(csv_rows(&String::from_utf8(out.stdout).unwrap()).len(), 25);
+}

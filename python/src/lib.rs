@@ -611,6 +611,7 @@ fn goodput<'py>(
     let mut options = options_from(options)?;
     // A run's time needs only its steps and times, as on the command line.
     options.optional_fields = true;
+    options.every_attempt = true;
     let imported = data.map(import_stream).transpose()?;
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {

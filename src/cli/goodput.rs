@@ -68,6 +68,8 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     // A run's time needs only its steps and times: a field nothing gives leaves MFU empty, no error.
     let mut options = args.source.options(None);
     options.optional_fields = true;
+    // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
+    options.every_attempt = true;
     let plan = args.source.plan_of(&options)?;
     let remote = match args.output.as_deref() {
         Some(path) => remote_output(path, &plan, args.force)?,

@@ -239,6 +239,7 @@ impl SourceArgs {
             peak_flops: self.table.peak_flops,
             window,
             optional_fields: false,
+            every_attempt: false,
             storage: Default::default(),
             convention: self.convention,
             logged_convention: self.logged_convention,

@@ -94,6 +94,8 @@ pub struct Options {
     /// No field is required: a field no column, flag or fact gives is left empty (and MFU with it)
     /// instead of an error. For `mfu goodput`, whose time buckets need only steps and times.
     pub optional_fields: bool,
+    /// Read the rows of every attempt of a resumed run (see [`ReadOptions::every_attempt`]).
+    pub every_attempt: bool,
     /// Whose count of FLOPs per token a model configuration is counted with (mfu's own by default).
     pub convention: crate::conventions::Convention,
     /// The convention a log's own MFU counted FLOPs with: `mfu_logged_corrected` re-bases its numerator
@@ -449,6 +451,7 @@ impl Plan {
                     seq_len: options.seq_len,
                     tokens_per_step: options.tokens_per_step,
                 },
+                every_attempt: options.every_attempt,
                 budget: Some(MemoryBudget::new(
                     options
                         .max_memory

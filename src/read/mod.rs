@@ -338,6 +338,9 @@ pub struct ReadOptions {
     /// `--num-devices`, `--seq-len` and `--tokens-per-step`, for what a console log's rates give only
     /// with them (a per-device rate into a step time).
     pub given: console::Given,
+    /// Keep the rows of every attempt of a resumed run, where a reader would keep only the last's (a
+    /// TensorBoard run's purged steps): for `mfu goodput`; `mfu enrich` keeps TensorBoard's rule.
+    pub every_attempt: bool,
 }
 
 impl ReadError {
@@ -574,7 +577,7 @@ fn stream_console_stdin(
 fn read_run_folder(input: &Input, options: &ReadOptions) -> Option<Result<ReadOutcome, ReadError>> {
     let budget = options.budget.as_ref();
     if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
-        return Some(read_event_files(input, budget));
+        return Some(read_event_files(input, budget, options.every_attempt));
     }
     if let Some(path) = input.path.as_deref() {
         if shapes::mlflow::is_sqlite(path) {
@@ -1274,6 +1277,7 @@ fn read_wandb_files(
 fn read_event_files(
     input: &Input,
     budget: Option<&Arc<MemoryBudget>>,
+    every_attempt: bool,
 ) -> Result<ReadOutcome, ReadError> {
     let mut paths: Vec<PathBuf> = input.path.iter().cloned().collect();
     paths.extend(input.companions.iter().cloned());
@@ -1291,7 +1295,7 @@ fn read_event_files(
         })
         .collect();
     let shape_error = shape_error_of(input, Shape::TensorBoardEvents);
-    let (shaped, warnings) = match shapes::tfevents::read(&files) {
+    let (shaped, warnings) = match shapes::tfevents::read(&files, every_attempt) {
         Ok(read) => read,
         Err(e) if e == shapes::tfevents::NO_SCALARS => {
             return Err(ReadError::NoScalars {

@@ -234,9 +234,31 @@ fn f16_to_f64(bits: u16) -> f64 {
 struct StepRow {
     /// (tag index, value, wall time); a tag written twice in a step keeps its last value.
     values: Vec<(usize, f64, f64)>,
+    /// The file each value came from (in the order given).
+    files: Vec<usize>,
 }
 
 impl StepRow {
+    fn push(&mut self, value: (usize, f64, f64), file: usize) {
+        self.values.push(value);
+        self.files.push(file);
+    }
+
+    /// Keeps the values `keep` says, with their files.
+    fn retain(&mut self, mut keep: impl FnMut(&(usize, f64, f64)) -> bool) {
+        let mut k = 0;
+        let keep: Vec<bool> = self.values.iter().map(&mut keep).collect();
+        self.values.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
+        let mut k = 0;
+        self.files.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
+    }
+
     /// The earliest wall time of the step's values: the time the training loop logged the step, before
     /// an evaluation logged at the same step (Transformers' `evaluate()` after training) ran.
     fn wall_time(&self) -> f64 {
@@ -255,8 +277,17 @@ const LIGHTNING_HP_METRIC: &str = "hp_metric";
 /// The error of files that hold no scalar at all (an hparams-only folder): the caller skips them.
 pub const NO_SCALARS: &str = "no scalar values (only histograms, images, text or graphs?)";
 
-pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), String> {
+///
+/// With `every_attempt` (`mfu goodput`), the values a later file purged are kept too, as rows of the
+/// attempt that wrote them (one row per file and step), and the rows come in order of wall time: a
+/// resumed run reads as every step each attempt ran, the step counter going back where one resumed.
+pub fn read(
+    files: &[(String, Vec<u8>)],
+    every_attempt: bool,
+) -> Result<(ShapedFrame, Vec<String>), String> {
     let mut steps: BTreeMap<i64, StepRow> = BTreeMap::new();
+    // Values a later file purged, kept with every_attempt: (file, step) -> (tag, value, wall time).
+    let mut superseded: BTreeMap<(usize, i64), StepRow> = BTreeMap::new();
     // The plugin each tag's first value named ("" when none).
     let mut plugins: HashMap<String, String> = HashMap::new();
     let mut tag_order: Vec<String> = Vec::new();
@@ -264,7 +295,7 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
     let (mut bad_crc, mut undecodable, mut purged_values) = (0, 0, 0usize);
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
-    for (name, bytes) in files {
+    for (file, (name, bytes)) in files.iter().enumerate() {
         let records = records(bytes).map_err(|e| format!("{name}: {e}"))?;
         bad_crc += records.bad_crc;
         if let Some(at) = records.torn_at {
@@ -322,17 +353,39 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
                     // As TensorBoard purges out-of-order steps, tag by tag: this file's values of the tag
                     // replace the earlier files' from this step on. Tags it does not write are kept, so an
                     // evaluation file that starts at the last training step replaces nothing.
-                    for (_, row) in steps.range_mut(event.step..) {
+                    for (step, row) in steps.range_mut(event.step..) {
                         let before = row.values.len();
-                        row.values.retain(|(t, _, _)| *t != i);
+                        let rewritten = row.values.iter().any(|(t, _, _)| *t == i);
+                        if every_attempt && rewritten {
+                            // The earlier attempt's whole row at this step is superseded (its other
+                            // tags too), not only the tag written again.
+                            for (value, &from) in row.values.iter().zip(&row.files) {
+                                if from < file {
+                                    superseded
+                                        .entry((from, *step))
+                                        .or_default()
+                                        .push(*value, from);
+                                }
+                            }
+                            let files = row.files.clone();
+                            let mut k = 0;
+                            row.retain(|_| {
+                                k += 1;
+                                files[k - 1] >= file
+                            });
+                        }
+                        row.retain(|(t, _, _)| *t != i);
                         purged_values += before - row.values.len();
                     }
                     steps.retain(|_, r| !r.values.is_empty());
                 }
                 let row = steps.entry(event.step).or_default();
-                match row.values.iter_mut().find(|(t, _, _)| *t == i) {
-                    Some(slot) => (slot.1, slot.2) = (v, event.wall_time),
-                    None => row.values.push((i, v, event.wall_time)),
+                match row.values.iter().position(|(t, _, _)| *t == i) {
+                    Some(k) => {
+                        row.values[k] = (i, v, event.wall_time);
+                        row.files[k] = file;
+                    }
+                    None => row.push((i, v, event.wall_time), file),
                 }
             }
         }
@@ -347,10 +400,11 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
             .all(|(_, v, _)| *v == -1.0)
     });
     if let Some(i) = placeholder {
-        for row in steps.values_mut() {
-            row.values.retain(|(t, _, _)| *t != i);
+        for row in steps.values_mut().chain(superseded.values_mut()) {
+            row.retain(|(t, _, _)| *t != i);
         }
         steps.retain(|_, r| !r.values.is_empty());
+        superseded.retain(|_, r| !r.values.is_empty());
         notes.push(format!(
             "the {LIGHTNING_HP_METRIC} placeholder (-1, written by Lightning with the hyperparameters) is not a step: left out"
         ));
@@ -359,11 +413,25 @@ pub fn read(files: &[(String, Vec<u8>)]) -> Result<(ShapedFrame, Vec<String>), S
         return Err(NO_SCALARS.into());
     }
     // Columns built straight from the steps: step, wall_time, then one per tag in first-seen order.
-    let height = steps.len();
+    let kept_rows = superseded.len();
+    let mut rows: Vec<(i64, StepRow)> = steps.into_iter().collect();
+    if every_attempt && kept_rows > 0 {
+        rows.extend(superseded.into_iter().map(|((_, step), row)| (step, row)));
+        // In the order they were logged; a step logged twice at one time, by its step.
+        rows.sort_by(|a, b| {
+            a.1.wall_time()
+                .total_cmp(&b.1.wall_time())
+                .then(a.0.cmp(&b.0))
+        });
+        notes.push(format!(
+            "{kept_rows} step(s) of earlier attempts, which a later file logged again, kept as rows (every attempt is read, in order of wall time)"
+        ));
+    }
+    let height = rows.len();
     let mut step_column = Vec::with_capacity(height);
     let mut wall_times = Vec::with_capacity(height);
     let mut tag_columns: Vec<Vec<Option<f64>>> = vec![vec![None; height]; tag_order.len()];
-    for (row, (step, values)) in steps.into_iter().enumerate() {
+    for (row, (step, values)) in rows.into_iter().enumerate() {
         step_column.push(step);
         wall_times.push(values.wall_time());
         for (tag, v, _) in values.values {
@@ -551,7 +619,8 @@ mod tests {
                 1.0,
             )));
         }
-        let (read, warnings) = read(&[("a".into(), first), ("b".into(), second)]).unwrap();
+        let files = [("a".to_string(), first), ("b".to_string(), second)];
+        let (read, warnings) = super::read(&files, false).unwrap();
         assert!(warnings.is_empty());
         let df = read.frame;
         let steps: Vec<i64> = df
@@ -589,5 +658,38 @@ mod tests {
             "{:?}",
             read.notes
         );
+
+        // Every attempt (`mfu goodput`): the first file's steps 3 and 4 stay as rows of their own, in
+        // order of wall time, their loss with them.
+        let (read, _) = super::read(&files, true).unwrap();
+        let df = read.frame;
+        let column = |name: &str| -> Vec<Option<f64>> {
+            df.column(name)
+                .unwrap()
+                .cast(&polars::prelude::DataType::Float64)
+                .unwrap()
+                .f64()
+                .unwrap()
+                .iter()
+                .collect()
+        };
+        let f = |v: &[f64]| v.iter().map(|x| Some(*x)).collect::<Vec<_>>();
+        assert_eq!(column("step"), f(&[1.0, 2.0, 3.0, 4.0, 3.0, 4.0, 5.0]));
+        assert_eq!(
+            column("wall_time"),
+            f(&[101.0, 102.0, 103.0, 104.0, 203.0, 204.0, 205.0])
+        );
+        assert_eq!(
+            column("train/loss"),
+            f(&[2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0])
+        );
+        // The learning rate the later file does not write stays with the step it was written at.
+        let lr = column("lr");
+        assert_eq!(lr[2], Some(0.1f32 as f64));
+        assert_eq!(lr[4], None);
+        assert!(read
+            .notes
+            .iter()
+            .any(|n| n.contains("2 step(s) of earlier attempts")));
     }
 }
