@@ -1294,7 +1294,9 @@ impl<'v> Scanner<'v> {
         numbers: usize,
         timed: bool,
     ) {
-        if self.family_lines[family] < 2 {
+        // A line with no number besides its step is no row (see FamilyRows::begin_row): its columns
+        // are not made either.
+        if self.family_lines[family] < 2 || numbers == 0 {
             return;
         }
         template::skeleton(text, &mut self.shape, &mut self.runs);
@@ -2405,6 +2407,28 @@ mod tests {
         (0..read.table.height)
             .map(|row| read.table.get(name, row))
             .collect()
+    }
+
+    #[test]
+    fn a_line_with_no_number_besides_its_step_makes_no_row_nor_column_however_the_log_is_cut() {
+        // Found by the console_lines fuzz target: the third line of a family, with its step and a word
+        // only, made a template and so an empty column when read whole, and none in blocks of a line.
+        let log: &[u8] =
+            b"/\n\xb6\x0b1\x07\xff\x0b/it_ 21#\x0b\xef/\n\xb6it\x00\x00/\x0b0\x0b\x0b1:\x82\n";
+        let whole = read_in_blocks(&mut &log[..], None, &[], Given::default(), usize::MAX);
+        let cut = read_in_blocks(&mut &log[..], None, &[], Given::default(), 1);
+        match (whole, cut) {
+            (Ok(a), Ok(b)) => assert_eq!(a.table, b.table),
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            (a, b) => panic!("{a:?} / {b:?}"),
+        }
+        let log =
+            "step: 1 loss: 2.0\nstep: 2 loss: 1.9\nsaving at step: 2 now\nstep: 3 loss: 1.8\n\
+                   saving at step: 3 now\nsaving at step: 3 now\nstep: 4 loss: 1.7\n";
+        let read =
+            read_in_blocks(&mut log.as_bytes(), None, &[], Given::default(), usize::MAX).unwrap();
+        assert_eq!(read.table.height, 4);
+        assert_eq!(read.table.names, ["step", "loss"]);
     }
 
     #[test]
