@@ -393,3 +393,43 @@ fn a_resumed_tensorboard_run_keeps_every_attempts_steps_for_goodput_only() {
     );
     assert_eq!(csv_rows(&String::from_utf8(out.stdout).unwrap()).len(), 25);
 }
+
+#[test]
+fn a_real_tensorboard_export_restarted_three_times_is_measured_by_its_wall_times() {
+    // ../shared/fixtures-real: a TensorBoard CSV export (Wall time, Step, Value) of one `loss` tag whose
+    // step goes back three times (95 -> 68, 2454 -> 41, 28094 -> 36). Its step times would be its own
+    // wall times differenced, so only the wall times are used: each gap between the last row before a
+    // restart and the first after is recovery.
+    let Some(export) = crate::util::shared_file(
+        "fixtures-real/tensorboard_scalar_export__ShahariarRabby_run-.-tag-loss.csv",
+    ) else {
+        return;
+    };
+    let wd = Workdir::new("goodput_tb_export");
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(&export)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = &csv_rows(&String::from_utf8(out.stdout).unwrap())[0];
+    let n = |k: &str| -> f64 { run[k].parse().unwrap() };
+    assert_eq!(run["attempts"], "4");
+    assert_eq!(run["wall_time_column"], "Wall time");
+    // Rows 3/4, 71/72 and 638/639 of the export.
+    let gaps = (1_575_619_050.372_710_2 - 1_575_618_793.469_023_5)
+        + (1_575_623_153.729_89 - 1_575_622_251.192_073_8)
+        + (1_575_694_418.508_282_4 - 1_575_659_710.065_096_4);
+    assert!(
+        (n("recovery_s") - gaps).abs() < 1e-3,
+        "{}",
+        run["recovery_s"]
+    );
+    assert!((n("elapsed_s") - (1_575_708_912.829_657 - 1_575_618_724.704_669_7)).abs() < 1e-3);
+    buckets_add_up(run);
+}

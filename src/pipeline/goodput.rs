@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
+use crate::columns::{Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Goodput, Mark, Row};
 use crate::summary::{f64s, row_keys, step_spans, GroupBy};
@@ -50,22 +51,31 @@ pub struct RunGoodput {
     pub sources: Vec<String>,
 }
 
-/// Columns that hold when a row was logged, in the order they are looked for: the readers' own
-/// `wall_time` (TensorBoard, MLflow, DVCLive, console timestamps), W&B's `_timestamp`, then the names
-/// CSV exports use.
-pub const WALL_TIME_COLUMNS: [&str; 5] =
-    ["wall_time", "_timestamp", "timestamp", "time", "datetime"];
+/// Columns that hold when a row was logged, in the order they are looked for, as their names read
+/// lower case with every run of other characters than letters and digits one `_`, trimmed: the
+/// readers' own `wall_time` (TensorBoard, MLflow, DVCLive, console timestamps) and TensorBoard's CSV
+/// export's `Wall time`, W&B's `_timestamp`, then the names other exports use.
+pub const WALL_TIME_COLUMNS: [&str; 4] = ["wall_time", "timestamp", "time", "datetime"];
+
+/// A column name as [`WALL_TIME_COLUMNS`] are written.
+fn normalised(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_matches('_').to_string()
+}
 
 /// The wall times of `df`'s rows in seconds since the epoch, and the column they came from: a numeric
 /// column in seconds (milliseconds where its values are past the year 5000 in seconds), a datetime
 /// column, or text timestamps.
 pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64>>)>> {
     for wanted in WALL_TIME_COLUMNS {
-        let Some(column) = df
-            .columns()
-            .iter()
-            .find(|c| c.name().eq_ignore_ascii_case(wanted))
-        else {
+        let Some(column) = df.columns().iter().find(|c| normalised(c.name()) == wanted) else {
             continue;
         };
         let name = column.name().to_string();
@@ -163,6 +173,12 @@ pub fn goodput_runs(
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
         let mut marks = l.marks.as_deref().unwrap_or_default().iter().peekable();
         let marked = l.marks.is_some();
+        // A step time differenced from the wall-time column itself says nothing the wall times do not,
+        // and across a relaunch it would make the whole gap one step: only the wall times are used.
+        let time_from_wall = matches!(
+            l.enriched.mapping.source(Field::StepTime),
+            FieldSource::Column { name, cumulative: true, .. } if Some(name) == wall_column.as_ref()
+        );
         for row in 0..df.height() {
             let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
             while let Some((_, mark)) = marks.next_if(|(r, _)| *r == row) {
@@ -185,7 +201,10 @@ pub fn goodput_runs(
                     at
                 }
             };
-            let step_time = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
+            let step_time = v
+                .step_time_s
+                .get(row)
+                .filter(|t| t.is_finite() && *t > 0.0 && !time_from_wall);
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
             let capacity = peaks[row].map(|p| p * devices.unwrap_or(1.0));
             // The FLOPs a row did: its MFU at its capacity over its steps' time.
@@ -217,11 +236,26 @@ pub fn goodput_runs(
     let measured = order
         .into_iter()
         .zip(runs)
-        .map(|(keys, (rows, wall_time_column, sources))| RunGoodput {
-            goodput: measure(&rows),
-            keys,
-            wall_time_column,
-            sources,
+        .map(|(keys, (mut rows, wall_time_column, sources))| {
+            // Where steps are timed, a row without a time is no step (an evaluation row, a summary):
+            // its time is the gap around it.
+            let all = rows.len();
+            if rows.iter().any(|r| r.step_time.is_some()) {
+                rows.retain(|r| r.step_time.is_some());
+            }
+            let mut goodput = measure(&rows);
+            if rows.len() < all {
+                goodput.notes.push(format!(
+                    "{} row(s) with no step time left out (evaluation rows, summaries): not steps",
+                    all - rows.len()
+                ));
+            }
+            RunGoodput {
+                goodput,
+                keys,
+                wall_time_column,
+                sources,
+            }
         })
         .collect();
     Ok((key_names, measured))
@@ -294,6 +328,8 @@ mod tests {
             Some(("_timestamp".into(), vec![Some(1.7e9), Some(1.7e9 + 2.0)]))
         );
         let df = df!("Time" => [1.7e12, 1.7e12 + 500.0]).unwrap();
+        assert_eq!(normalised("Wall time"), "wall_time");
+        assert_eq!(normalised("_timestamp"), "timestamp");
         assert_eq!(
             wall_times(&df).unwrap().unwrap().1,
             vec![Some(1.7e9), Some(1.7e9 + 0.5)]
