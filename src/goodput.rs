@@ -294,9 +294,11 @@ pub fn measure(rows: &[Row]) -> Goodput {
         return out;
     }
     if ideal.is_none() {
-        out.notes.push(
-            "no step times besides attempts' first rows: start-up excess is not measured".into(),
-        );
+        out.notes.push(if any_time {
+            "no step times besides attempts' first rows: start-up excess is not measured".into()
+        } else {
+            "no step times, only wall times: start-up excess is not measured".into()
+        });
     }
     out.productive_s = Some(productive);
     out.wasted_progress_s = Some(wasted);
