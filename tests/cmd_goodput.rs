@@ -433,3 +433,51 @@ fn a_real_tensorboard_export_restarted_three_times_is_measured_by_its_wall_times
     assert!((n("elapsed_s") - (1_575_708_912.829_657 - 1_575_618_724.704_669_7)).abs() < 1e-3);
     buckets_add_up(run);
 }
+
+#[test]
+fn a_run_folder_of_one_log_per_launch_is_one_run_its_files_in_order_of_time() {
+    // The kimi excerpt is three files of one run folder put end to end (its SOURCE.md: lines 1-247,
+    // 248-580 and 581-782). Split back into files, named so that name order is not time order, the
+    // folder given as one argument reads as the log does: one run, three attempts.
+    let log = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/goodput/torchtitan__qiu023-kimi436m-attnres-pretrain-resumes.log"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = log.split_inclusive('\n').collect();
+    let wd = Workdir::new("goodput_folder");
+    for (name, range) in [
+        ("c_first.log", 0..247),
+        ("a_second.log", 247..580),
+        ("b_third.log", 580..lines.len()),
+    ] {
+        wd.create(&format!("run/{name}"), lines[range].concat());
+    }
+    let whole = real_run("torchtitan__qiu023-kimi436m-attnres-pretrain-resumes");
+    let out = wd
+        .mfu()
+        .args(["goodput", "--quiet", "--format", "csv"])
+        .arg(wd.path("run"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 1);
+    let run = &rows[0];
+    assert!(run["input"].ends_with("run"), "{}", run["input"]);
+    for key in [
+        "attempts",
+        "steps_executed",
+        "steps_redone",
+        "elapsed_s",
+        "productive_s",
+        "recovery_s",
+        "pause_s",
+    ] {
+        assert_eq!(run[key], whole[key], "{key}");
+    }
+}

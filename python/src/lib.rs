@@ -560,6 +560,7 @@ fn load_runs(
                     rejects: Vec::new(),
                     warnings: Vec::new(),
                     marks: None,
+                    argument: "data".into(),
                 },
             ));
         }

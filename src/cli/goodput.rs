@@ -36,7 +36,8 @@ pub struct GoodputArgs {
     pub source: SourceArgs,
 
     /// Split the rows into runs by this column (or a field name such as run_id). Repeatable. Default: the
-    /// run_id field, else each input is one run (all its attempts).
+    /// run_id field, else each INPUT as given is one run: a folder's files (one log per launch) are its
+    /// attempts, in order of their first wall time.
     #[arg(long = "by", value_name = "KEY")]
     pub by: Vec<String>,
 

@@ -116,19 +116,26 @@ pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64
     Ok(None)
 }
 
-/// The goodput of every run over `loaded` (each input with its display name), runs keyed as `mfu
-/// summary` keys them (`by`): the key column names and the runs in order of first appearance.
+/// The goodput of every run over `loaded` (each input with its display name): the key column names and
+/// the runs in order of first appearance. Runs are keyed by `by`, else by the run_id field, else each
+/// argument the user gave is one run, all its files included (`input`): a run's files are read in order
+/// of their first wall time, and each file after the first starts an attempt (a relaunch writes a new
+/// log).
 pub fn goodput_runs(
     loaded: &[(String, Loaded)],
     by: &[String],
 ) -> Result<(Vec<String>, Vec<RunGoodput>), PipelineError> {
-    let (key_names, groups) = run_groups(loaded, by)?;
+    let (mut key_names, groups) = run_groups(loaded, by)?;
+    if key_names == ["source_file"] {
+        key_names = vec!["input".into()];
+    }
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
-    // Each run's rows, the column its wall times came from, and its inputs.
-    type Gathered = (Vec<Row>, Option<String>, Vec<String>);
+    // Each run's rows by input (the input's index, its rows), the column its wall times came from, and
+    // its inputs.
+    type Gathered = (Vec<(usize, Vec<Row>)>, Option<String>, Vec<String>);
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
-    for ((display, l), group) in loaded.iter().zip(groups) {
+    for (input, ((display, l), group)) in loaded.iter().zip(groups).enumerate() {
         let df = &l.enriched.frame;
         let v = &l.enriched.values;
         let combine = |e: PolarsError| PipelineError::Combine(e);
@@ -137,7 +144,7 @@ pub fn goodput_runs(
             GroupBy::File => None,
             group => Some(row_keys(df, display, group).map_err(combine)?),
         };
-        let file_key = vec![Some(display.clone())];
+        let file_key = vec![Some(l.argument.clone())];
         let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
         let (wall_column, walls) = match wall_times(df).map_err(combine)? {
             Some((name, values)) => (Some(name), values),
@@ -213,7 +220,10 @@ pub fn goodput_runs(
                 _ => None,
             };
             let entry = &mut runs[at];
-            entry.0.push(Row {
+            if entry.0.last().is_none_or(|(from, _)| *from != input) {
+                entry.0.push((input, Vec::new()));
+            }
+            entry.0.last_mut().expect("pushed").1.push(Row {
                 step: steps[row],
                 wall_time: walls[row],
                 step_time,
@@ -236,12 +246,35 @@ pub fn goodput_runs(
     let measured = order
         .into_iter()
         .zip(runs)
-        .map(|(keys, (mut rows, wall_time_column, sources))| {
+        .map(|(keys, (mut chunks, wall_time_column, sources))| {
+            // The run's files in order of their first wall time (those without one after, as read);
+            // each file after the first starts an attempt.
+            chunks.sort_by(|a, b| {
+                let first = |c: &(usize, Vec<Row>)| c.1.iter().find_map(|r| r.wall_time);
+                match (first(a), first(b)) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                }
+            });
+            let mut rows = Vec::new();
+            for (k, (_, mut chunk)) in chunks.into_iter().enumerate() {
+                if let (true, Some(first)) = (k > 0, chunk.first_mut()) {
+                    first.restart = true;
+                }
+                rows.append(&mut chunk);
+            }
             // Where steps are timed, a row without a time is no step (an evaluation row, a summary):
-            // its time is the gap around it.
+            // its time is the gap around it, and a relaunch it marks passes to the next row.
             let all = rows.len();
             if rows.iter().any(|r| r.step_time.is_some()) {
-                rows.retain(|r| r.step_time.is_some());
+                let mut carried = false;
+                rows.retain_mut(|r| {
+                    r.restart |= carried;
+                    carried = r.step_time.is_none() && r.restart;
+                    r.step_time.is_some()
+                });
             }
             let mut goodput = measure(&rows);
             if rows.len() < all {

@@ -329,6 +329,8 @@ pub struct Loaded {
     /// What the log's lines say happened before some rows (a console log's `Training starts at step N`,
     /// evaluations, checkpoints), sorted by row; `None` where the reader does not look.
     pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
+    /// The argument the input came from (see [`crate::read::Input::argument`]).
+    pub argument: String,
 }
 
 impl Loaded {
@@ -412,6 +414,13 @@ fn name_staged(inputs: &mut [Input], staged: &[crate::store::Staged]) {
             } else {
                 continue;
             };
+            if let Some(rest) = input.argument.strip_prefix(&local) {
+                input.argument = format!(
+                    "{}{}",
+                    copy.url,
+                    rest.replace(std::path::MAIN_SEPARATOR, "/")
+                );
+            }
             break;
         }
     }
@@ -568,6 +577,7 @@ impl Plan {
                 rejects,
                 warnings,
                 marks,
+                argument: input.argument.clone(),
             },
             verbose,
         ))

@@ -23,6 +23,9 @@ pub struct Input {
     /// Found by a folder walk only because its name could be a console log's (`.log`, `.out`, `.txt`): when
     /// no console-log preset matches it, it is skipped and counted, not an error.
     pub optional: bool,
+    /// The argument it came from, as given (a folder, a file, a glob's match, `-`): `mfu goodput` reads
+    /// the files of one argument as one run.
+    pub argument: String,
 }
 
 impl Input {
@@ -34,12 +37,14 @@ impl Input {
             companions: Vec::new(),
             part: None,
             optional: false,
+            argument: "-".into(),
         }
     }
 
     pub fn file(path: PathBuf, relative: PathBuf) -> Input {
         Input {
             display: path.display().to_string(),
+            argument: path.display().to_string(),
             path: Some(path),
             relative,
             companions: Vec::new(),
@@ -274,6 +279,7 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
             continue;
         }
         let path = Path::new(arg);
+        let from = inputs.len();
         if path.is_dir() {
             let files = walk_folder(path)?;
             if files.is_empty() {
@@ -283,12 +289,18 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
                 let relative = f.strip_prefix(path).unwrap_or(&f).to_path_buf();
                 inputs.extend(walked(f, relative, optional));
             }
+            for input in &mut inputs[from..] {
+                input.argument.clone_from(arg);
+            }
         } else if path.exists() {
             let name = path
                 .file_name()
                 .map(PathBuf::from)
                 .unwrap_or_else(|| path.to_path_buf());
             inputs.extend(found(path.to_path_buf(), name));
+            for input in &mut inputs[from..] {
+                input.argument.clone_from(arg);
+            }
         } else if is_glob(arg) {
             let paths = glob::glob(arg).map_err(|e| InputError::BadPattern {
                 pattern: arg.clone(),
@@ -300,10 +312,15 @@ pub fn expand_inputs(args: &[String]) -> Result<Vec<Input>, InputError> {
             let mut any = false;
             for m in matched {
                 if m.is_dir() {
+                    // Each folder a pattern matches is an argument of its own.
+                    let from = inputs.len();
                     for (f, optional) in walk_folder(&m)? {
                         let relative = f.strip_prefix(&base).unwrap_or(&f).to_path_buf();
                         inputs.extend(walked(f, relative, optional));
                         any = true;
+                    }
+                    for input in &mut inputs[from..] {
+                        input.argument = m.display().to_string();
                     }
                 } else {
                     let relative = m.strip_prefix(&base).unwrap_or(&m).to_path_buf();
