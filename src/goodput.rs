@@ -86,6 +86,8 @@ pub struct Goodput {
     /// ideal step time.
     pub straggler_steps: f64,
     pub straggler_s: Option<f64>,
+    /// The first step of each attempt after the first (where each relaunch resumed).
+    pub attempt_steps: Vec<f64>,
     /// What could not be measured, and why; what the log's clocks got wrong.
     pub notes: Vec<String>,
 }
@@ -141,6 +143,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
     }
     out.attempts = starts.len();
+    out.attempt_steps = starts[1..].iter().filter_map(|&i| rows[i].step).collect();
     // Each row's attempt, and whether it is its attempt's first.
     let mut attempt = vec![0usize; rows.len()];
     let mut first = vec![false; rows.len()];
@@ -392,6 +395,7 @@ mod tests {
         );
         let g = measure(&rows);
         assert_eq!(g.attempts, 2);
+        assert_eq!(g.attempt_steps, [101.0]);
         assert_eq!(
             (g.steps_executed, g.steps_kept, g.steps_redone),
             (280.0, 250.0, 30.0)

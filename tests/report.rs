@@ -285,6 +285,12 @@ fn a_relaunched_run_shows_where_its_time_went() {
         return;
     };
     assert_eq!(seen["exceptions"], Value::Array(vec![]), "{seen}");
+    // The relaunch is marked on the MFU chart, at step 101.
+    assert_eq!(
+        data["goodput"]["rows"][0]["attempt_steps"],
+        serde_json::json!([101.0])
+    );
+    assert_eq!(seen["relaunches"], "1");
     let bars = seen["goodput"].as_array().unwrap();
     assert_eq!(bars.len(), 1);
     let label = bars[0].as_str().unwrap();

@@ -143,7 +143,32 @@
   var series = data.series;
   var palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   var drawn = 0;
-  function chart(target, title, label, pick, scale, format) {
+  // Where each relaunch resumed, drawn on the MFU chart: a dashed line at every attempt's first step.
+  var relaunches = [];
+  data.goodput.rows.forEach(function (r) {
+    var name = r.keys.map(function (k) { return k === null ? "-" : k; }).join(" / ");
+    (r.attempt_steps || []).forEach(function (s, i) { relaunches.push({ step: s, label: (data.goodput.rows.length > 1 ? name + ": " : "") + "attempt " + (i + 2) }); });
+  });
+  function markRelaunches(u) {
+    var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
+    ctx.save();
+    ctx.strokeStyle = "#57606a";
+    ctx.fillStyle = "#57606a";
+    ctx.setLineDash([4, 4]);
+    ctx.lineWidth = 1;
+    ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+    relaunches.forEach(function (m) {
+      var x = Math.round(u.valToPos(m.step, "x", true));
+      if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + height);
+      ctx.stroke();
+      ctx.fillText(m.label, x + 3, top + 12 * devicePixelRatio);
+    });
+    ctx.restore();
+  }
+  function chart(target, title, label, pick, scale, format, marks) {
     var node = document.getElementById(target);
     if (!series.steps.length) { node.textContent = "No rows to draw."; return null; }
     var opts = {
@@ -154,8 +179,10 @@
       scales: { x: { time: false } },
       axes: [{ label: "step" }, { label: label, size: 70 }],
       series: [{ label: "step", value: function (u, v) { return v === null ? "-" : num(v); } }],
-      legend: { live: true }
+      legend: { live: true },
+      hooks: marks ? { draw: [markRelaunches] } : {}
     };
+    if (marks) node.setAttribute("data-relaunches", String(relaunches.length));
     var columnsOf = [series.steps];
     series.runs.forEach(function (run, i) {
       pick(run).forEach(function (line) {
@@ -178,7 +205,7 @@
     var lines = [{ label: run.name, values: run.mfu }];
     if (run.mfu_fwd_bwd) lines.push({ label: run.name + " fwd+bwd", values: run.mfu_fwd_bwd, dash: [6, 4] });
     return lines;
-  }, 100, function (v) { return v.toFixed(1) + " %"; });
+  }, 100, function (v) { return v.toFixed(1) + " %"; }, true);
   chart("chart-tps", "Tokens per second, all devices", "tokens/s", function (run) {
     return [{ label: run.name, values: run.tokens_per_second }];
   }, 1, function (v) { return num(v); });
