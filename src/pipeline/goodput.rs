@@ -258,9 +258,10 @@ pub fn goodput_runs(
                     (None, None) => std::cmp::Ordering::Equal,
                 }
             });
-            let mut rows = Vec::new();
-            for (k, (_, mut chunk)) in chunks.into_iter().enumerate() {
-                if let (true, Some(first)) = (k > 0, chunk.first_mut()) {
+            let mut chunks = chunks.into_iter().map(|(_, rows)| rows);
+            let mut rows = chunks.next().unwrap_or_default();
+            for mut chunk in chunks {
+                if let Some(first) = chunk.first_mut() {
                     first.restart = true;
                 }
                 rows.append(&mut chunk);
