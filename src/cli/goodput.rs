@@ -1,17 +1,16 @@
 //! `mfu goodput`: where each run's time went, one row per run.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use anyhow::bail;
+use clap::Args;
 
 use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
-use mfu::write::{write_file, write_stdout, OutputFormat};
+use mfu::write::write_to;
 
-use super::aligned_table;
 use super::source::{load_reported, remote_output, SourceArgs};
+use super::{aligned_table, write_text, RunsFormat};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -44,7 +43,7 @@ pub struct GoodputArgs {
     /// Output format; default: table on a terminal (times in h:mm:ss, shares in percent), csv otherwise
     /// (seconds and fractions).
     #[arg(long, value_enum)]
-    pub format: Option<GoodputFormat>,
+    pub format: Option<RunsFormat>,
 
     /// Write to FILE instead of standard output (format from its extension unless --format).
     #[arg(short, long, value_name = "FILE")]
@@ -53,16 +52,6 @@ pub struct GoodputArgs {
     /// Replace FILE if it exists.
     #[arg(long)]
     pub force: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GoodputFormat {
-    /// Aligned columns for reading.
-    Table,
-    Csv,
-    /// A JSON array of objects.
-    Json,
-    Parquet,
 }
 
 pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
@@ -86,58 +75,23 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
         bail!("no input could be read");
     }
     let (key_names, runs) = goodput_runs(&loaded, &args.by)?;
-    let format =
-        args.format.unwrap_or_else(
-            || match output.as_deref().and_then(OutputFormat::from_path) {
-                Some(OutputFormat::Parquet) => GoodputFormat::Parquet,
-                Some(OutputFormat::Csv) => GoodputFormat::Csv,
-                Some(OutputFormat::Jsonl) => GoodputFormat::Json,
-                None => match super::list_format_or_default(None) {
-                    super::ListFormat::Table if output.is_none() => GoodputFormat::Table,
-                    _ => GoodputFormat::Csv,
-                },
-            },
-        );
+    let format = RunsFormat::chosen(args.format, output.as_deref());
     let metadata = vec![(
         "mfu.version".to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
     )];
-    match format {
-        GoodputFormat::Table | GoodputFormat::Json => {
-            let text = if format == GoodputFormat::Table {
+    match format.table_format() {
+        None => {
+            let text = if format == RunsFormat::Table {
                 table_text(&key_names, &runs)
             } else {
                 json_text(&key_names, &runs)?
             };
-            match &output {
-                Some(path) => {
-                    if !force && path.exists() {
-                        bail!(
-                            "{}: already exists; add --force to replace it",
-                            path.display()
-                        );
-                    }
-                    mfu::write::atomic::write_bytes(path, text.as_bytes(), force)
-                        .with_context(|| format!("writing {}", path.display()))?;
-                }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(text.as_bytes())?;
-                    out.flush()?;
-                }
-            }
+            write_text(output.as_deref(), &text, force)?;
         }
-        GoodputFormat::Csv | GoodputFormat::Parquet => {
-            let out_format = if format == GoodputFormat::Csv {
-                OutputFormat::Csv
-            } else {
-                OutputFormat::Parquet
-            };
+        Some(table) => {
             let mut df = to_frame(&key_names, &runs)?;
-            match &output {
-                Some(path) => write_file(path, out_format, &mut df, &metadata, force)?,
-                None => write_stdout(out_format, &mut df, &metadata)?,
-            }
+            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
         }
     }
     if let Some((remote, local, _folder)) = remote {

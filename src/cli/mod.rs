@@ -135,6 +135,63 @@ impl From<RecomputeArg> for mfu::flops::Recompute {
     }
 }
 
+/// Output format of the per-run commands (`mfu summary`, `mfu goodput`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunsFormat {
+    /// Aligned columns for reading, MFU and shares in percent with one decimal.
+    Table,
+    Csv,
+    /// A JSON array of objects.
+    Json,
+    Parquet,
+}
+
+impl RunsFormat {
+    /// `format` as given, else the one `output`'s extension names, else a table on a terminal and CSV
+    /// otherwise.
+    pub fn chosen(format: Option<RunsFormat>, output: Option<&std::path::Path>) -> RunsFormat {
+        use mfu::write::OutputFormat;
+        format.unwrap_or_else(|| match output.and_then(OutputFormat::from_path) {
+            Some(OutputFormat::Parquet) => RunsFormat::Parquet,
+            Some(OutputFormat::Csv) => RunsFormat::Csv,
+            Some(OutputFormat::Jsonl) => RunsFormat::Json,
+            None => match list_format_or_default(None) {
+                ListFormat::Table if output.is_none() => RunsFormat::Table,
+                _ => RunsFormat::Csv,
+            },
+        })
+    }
+
+    /// The table format CSV and Parquet are written in; `None` for the text formats.
+    pub fn table_format(self) -> Option<mfu::write::OutputFormat> {
+        match self {
+            RunsFormat::Csv => Some(mfu::write::OutputFormat::Csv),
+            RunsFormat::Parquet => Some(mfu::write::OutputFormat::Parquet),
+            RunsFormat::Table | RunsFormat::Json => None,
+        }
+    }
+}
+
+/// Writes a command's text (a table, JSON) to `output`, atomically and refused where it exists unless
+/// `force`, else to standard output.
+pub fn write_text(output: Option<&std::path::Path>, text: &str, force: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let Some(path) = output else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        return Ok(());
+    };
+    if !force && path.exists() {
+        anyhow::bail!(
+            "{}: already exists; add --force to replace it",
+            path.display()
+        );
+    }
+    mfu::write::atomic::write_bytes(path, text.as_bytes(), force)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// Output format of the listing commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {

@@ -1,18 +1,17 @@
 //! `mfu summary`: one row per run.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use anyhow::bail;
+use clap::Args;
 
 use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
-use mfu::write::{write_file, write_stdout, OutputFormat};
+use mfu::write::write_to;
 
 use super::source::{load_reported, remote_output, SourceArgs};
-use super::{aligned_table, tflops_text};
+use super::{aligned_table, tflops_text, write_text, RunsFormat};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -42,7 +41,7 @@ pub struct SummaryArgs {
 
     /// Output format; default: table on a terminal (MFU in percent), csv otherwise (fractions).
     #[arg(long, value_enum)]
-    pub format: Option<SummaryFormat>,
+    pub format: Option<RunsFormat>,
 
     /// Write to FILE instead of standard output (format from its extension unless --format).
     #[arg(short, long, value_name = "FILE")]
@@ -51,16 +50,6 @@ pub struct SummaryArgs {
     /// Replace FILE if it exists.
     #[arg(long)]
     pub force: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SummaryFormat {
-    /// Aligned columns, MFU in percent with one decimal.
-    Table,
-    Csv,
-    /// A JSON array of objects.
-    Json,
-    Parquet,
 }
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
@@ -82,49 +71,23 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
 
     let (key_names, runs) = summarize_runs(&loaded, &args.by, args.skip_steps as f64)?;
 
-    let format =
-        args.format.unwrap_or_else(
-            || match output.as_deref().and_then(OutputFormat::from_path) {
-                Some(OutputFormat::Parquet) => SummaryFormat::Parquet,
-                Some(OutputFormat::Csv) => SummaryFormat::Csv,
-                Some(OutputFormat::Jsonl) => SummaryFormat::Json,
-                None => match super::list_format_or_default(None) {
-                    super::ListFormat::Table if output.is_none() => SummaryFormat::Table,
-                    _ => SummaryFormat::Csv,
-                },
-            },
-        );
+    let format = RunsFormat::chosen(args.format, output.as_deref());
     let metadata = vec![(
         "mfu.version".to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
     )];
-    match format {
-        SummaryFormat::Table | SummaryFormat::Json => {
-            let text = if format == SummaryFormat::Table {
+    match format.table_format() {
+        None => {
+            let text = if format == RunsFormat::Table {
                 table_text(&key_names, &runs)
             } else {
                 json_text(&key_names, &runs)?
             };
-            match &output {
-                Some(path) => write_text(path, &text, force)?,
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(text.as_bytes())?;
-                    out.flush()?;
-                }
-            }
+            write_text(output.as_deref(), &text, force)?;
         }
-        SummaryFormat::Csv | SummaryFormat::Parquet => {
-            let out_format = if format == SummaryFormat::Csv {
-                OutputFormat::Csv
-            } else {
-                OutputFormat::Parquet
-            };
+        Some(table) => {
             let mut df = to_frame(&key_names, &runs)?;
-            match &output {
-                Some(path) => write_file(path, out_format, &mut df, &metadata, force)?,
-                None => write_stdout(out_format, &mut df, &metadata)?,
-            }
+            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
         }
     }
     if let Some((remote, local, _folder)) = remote {
@@ -135,17 +98,6 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn write_text(path: &std::path::Path, text: &str, force: bool) -> anyhow::Result<()> {
-    if !force && path.exists() {
-        bail!(
-            "{}: already exists; add --force to replace it",
-            path.display()
-        );
-    }
-    mfu::write::atomic::write_bytes(path, text.as_bytes(), force)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn pct(v: Option<f64>) -> String {

@@ -130,6 +130,20 @@ pub fn write_file(
 }
 
 /// Writes `df` to standard output.
+/// [`write_file`] to `path`, else [`write_stdout`].
+pub fn write_to(
+    path: Option<&Path>,
+    format: OutputFormat,
+    df: &mut DataFrame,
+    metadata: &Metadata,
+    force: bool,
+) -> Result<(), WriteError> {
+    match path {
+        Some(path) => write_file(path, format, df, metadata, force),
+        None => write_stdout(format, df, metadata),
+    }
+}
+
 pub fn write_stdout(
     format: OutputFormat,
     df: &mut DataFrame,
