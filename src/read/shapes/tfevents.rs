@@ -232,39 +232,18 @@ fn f16_to_f64(bits: u16) -> f64 {
 /// One step's values in one run.
 #[derive(Default)]
 struct StepRow {
-    /// (tag index, value, wall time); a tag written twice in a step keeps its last value.
-    values: Vec<(usize, f64, f64)>,
-    /// The file each value came from (in the order given).
-    files: Vec<usize>,
+    /// (tag index, value, wall time, the file it came from in the order given); a tag written twice in a
+    /// step keeps its last value.
+    values: Vec<(usize, f64, f64, usize)>,
 }
 
 impl StepRow {
-    fn push(&mut self, value: (usize, f64, f64), file: usize) {
-        self.values.push(value);
-        self.files.push(file);
-    }
-
-    /// Keeps the values `keep` says, with their files.
-    fn retain(&mut self, mut keep: impl FnMut(&(usize, f64, f64)) -> bool) {
-        let mut k = 0;
-        let keep: Vec<bool> = self.values.iter().map(&mut keep).collect();
-        self.values.retain(|_| {
-            k += 1;
-            keep[k - 1]
-        });
-        let mut k = 0;
-        self.files.retain(|_| {
-            k += 1;
-            keep[k - 1]
-        });
-    }
-
     /// The earliest wall time of the step's values: the time the training loop logged the step, before
     /// an evaluation logged at the same step (Transformers' `evaluate()` after training) ran.
     fn wall_time(&self) -> f64 {
         self.values
             .iter()
-            .map(|(_, _, wall)| *wall)
+            .map(|(_, _, wall, _)| *wall)
             .fold(f64::INFINITY, f64::min)
     }
 }
@@ -355,37 +334,28 @@ pub fn read(
                     // evaluation file that starts at the last training step replaces nothing.
                     for (step, row) in steps.range_mut(event.step..) {
                         let before = row.values.len();
-                        let rewritten = row.values.iter().any(|(t, _, _)| *t == i);
+                        let rewritten = row.values.iter().any(|(t, ..)| *t == i);
                         if every_attempt && rewritten {
                             // The earlier attempt's whole row at this step is superseded (its other
                             // tags too), not only the tag written again.
-                            for (value, &from) in row.values.iter().zip(&row.files) {
-                                if from < file {
-                                    superseded
-                                        .entry((from, *step))
-                                        .or_default()
-                                        .push(*value, from);
-                                }
+                            for value in row.values.iter().filter(|(.., from)| *from < file) {
+                                superseded
+                                    .entry((value.3, *step))
+                                    .or_default()
+                                    .values
+                                    .push(*value);
                             }
-                            let files = row.files.clone();
-                            let mut k = 0;
-                            row.retain(|_| {
-                                k += 1;
-                                files[k - 1] >= file
-                            });
+                            row.values.retain(|(.., from)| *from >= file);
                         }
-                        row.retain(|(t, _, _)| *t != i);
+                        row.values.retain(|(t, ..)| *t != i);
                         purged_values += before - row.values.len();
                     }
                     steps.retain(|_, r| !r.values.is_empty());
                 }
                 let row = steps.entry(event.step).or_default();
-                match row.values.iter().position(|(t, _, _)| *t == i) {
-                    Some(k) => {
-                        row.values[k] = (i, v, event.wall_time);
-                        row.files[k] = file;
-                    }
-                    None => row.push((i, v, event.wall_time), file),
+                match row.values.iter_mut().find(|(t, ..)| *t == i) {
+                    Some(slot) => *slot = (i, v, event.wall_time, file),
+                    None => row.values.push((i, v, event.wall_time, file)),
                 }
             }
         }
@@ -396,12 +366,12 @@ pub fn read(
         steps
             .values()
             .flat_map(|r| r.values.iter())
-            .filter(|(t, _, _)| t == i)
-            .all(|(_, v, _)| *v == -1.0)
+            .filter(|(t, ..)| t == i)
+            .all(|(_, v, ..)| *v == -1.0)
     });
     if let Some(i) = placeholder {
         for row in steps.values_mut().chain(superseded.values_mut()) {
-            row.retain(|(t, _, _)| *t != i);
+            row.values.retain(|(t, ..)| *t != i);
         }
         steps.retain(|_, r| !r.values.is_empty());
         superseded.retain(|_, r| !r.values.is_empty());
@@ -434,7 +404,7 @@ pub fn read(
     for (row, (step, values)) in rows.into_iter().enumerate() {
         step_column.push(step);
         wall_times.push(values.wall_time());
-        for (tag, v, _) in values.values {
+        for (tag, v, ..) in values.values {
             tag_columns[tag][row] = Some(v);
         }
     }
