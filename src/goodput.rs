@@ -152,7 +152,6 @@ pub fn measure(rows: &[Row]) -> Goodput {
         let end = starts.get(a + 1).copied().unwrap_or(rows.len());
         attempt[start..end].fill(a);
     }
-    let attempt_of = |i: usize| attempt[i];
     // A row is kept unless a later attempt starts at or before its step.
     let mut later_first = vec![f64::INFINITY; starts.len()];
     for a in (0..starts.len().saturating_sub(1)).rev() {
@@ -160,7 +159,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
         later_first[a] = later_first[a + 1].min(next);
     }
     let kept: Vec<bool> = (0..rows.len())
-        .map(|i| rows[i].step.is_none_or(|s| s < later_first[attempt_of(i)]))
+        .map(|i| rows[i].step.is_none_or(|s| s < later_first[attempt[i]]))
         .collect();
     let span = |i: usize| {
         if rows[i].span.is_finite() && rows[i].span > 0.0 {
@@ -174,16 +173,15 @@ pub fn measure(rows: &[Row]) -> Goodput {
     out.steps_redone = out.steps_executed - out.steps_kept;
 
     // The ideal step time, from every row but attempts' first.
-    let first_of_attempt = |i: usize| first[i];
     let times: Vec<f64> = (0..rows.len())
-        .filter(|i| !first_of_attempt(*i))
+        .filter(|i| !first[*i])
         .filter_map(|i| positive(rows[i].step_time))
         .collect();
     let ideal = ideal_step_time(&times);
     out.ideal_step_time_s = ideal.map(|(t, _)| t);
     if let Some((ideal, bound)) = ideal {
         let mut added = 0.0;
-        for i in (0..rows.len()).filter(|i| !first_of_attempt(*i)) {
+        for i in (0..rows.len()).filter(|i| !first[*i]) {
             if let Some(t) = positive(rows[i].step_time).filter(|t| *t > bound) {
                 out.straggler_steps += span(i);
                 added += (t - ideal) * span(i);
@@ -195,7 +193,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
     // Each row's step time (all its steps), and the start-up excess of an attempt's first row.
     let row_time = |i: usize| positive(rows[i].step_time).map(|t| t * span(i));
     let startup_of = |i: usize| match (row_time(i), ideal) {
-        (Some(t), Some((ideal, _))) if first_of_attempt(i) => (t - ideal * span(i)).max(0.0),
+        (Some(t), Some((ideal, _))) if first[i] => (t - ideal * span(i)).max(0.0),
         _ => 0.0,
     };
     let timed = rows.iter().all(|r| r.wall_time.is_some_and(f64::is_finite));
@@ -207,7 +205,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
         let mut backwards = 0;
         let (mut evaluating, mut checkpointing) = (0.0, 0.0);
         for (i, &kept) in kept.iter().enumerate() {
-            let step_part = if first_of_attempt(i) {
+            let step_part = if first[i] {
                 let t = row_time(i).unwrap_or_else(|| {
                     untimed_firsts += 1;
                     0.0
