@@ -48,17 +48,17 @@ const FLAGS: [&str; 8] = [
     "6e9",
 ];
 
-#[test]
-fn a_crash_a_rollback_a_pause_and_compilation_each_in_their_bucket() {
-    let wd = Workdir::new("goodput_buckets");
-    // Attempt 1 runs steps 1..130 and dies; attempt 2 resumes from the checkpoint at step 100 after
-    // 600 s down and runs to 250.
-    let log = wd.create("train.log", torchtitan_log(&[(1, 130, 0), (101, 250, 600)]));
+/// `mfu goodput INPUT FLAGS --format csv`, which must succeed: its rows.
+fn goodput_rows(
+    wd: &Workdir,
+    input: &std::path::Path,
+    flags: &[&str],
+) -> Vec<std::collections::HashMap<String, String>> {
     let out = wd
         .mfu()
         .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(&log)
-        .args(FLAGS)
+        .arg(input)
+        .args(flags)
         .output()
         .unwrap();
     assert!(
@@ -66,7 +66,16 @@ fn a_crash_a_rollback_a_pause_and_compilation_each_in_their_bucket() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    csv_rows(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn a_crash_a_rollback_a_pause_and_compilation_each_in_their_bucket() {
+    let wd = Workdir::new("goodput_buckets");
+    // Attempt 1 runs steps 1..130 and dies; attempt 2 resumes from the checkpoint at step 100 after
+    // 600 s down and runs to 250.
+    let log = wd.create("train.log", torchtitan_log(&[(1, 130, 0), (101, 250, 600)]));
+    let rows = goodput_rows(&wd, &log, &FLAGS);
     assert_eq!(rows.len(), 1);
     let run = &rows[0];
     let n = |k: &str| -> f64 { run[k].parse().unwrap_or_else(|_| panic!("{k}: {}", run[k])) };
@@ -159,18 +168,7 @@ fn json_and_table_say_the_same_and_a_run_without_wall_times_says_what_it_cannot_
         }
     }
     let table = wd.create("steps.csv", csv);
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let rows = goodput_rows(&wd, &table, &[]);
     let run = &rows[0];
     assert_eq!(run["attempts"], "2");
     assert_eq!(run["productive_s"], "15.0");
@@ -208,18 +206,7 @@ fn runs_split_by_a_column_and_wall_times_from_wandb_timestamps() {
         }
     }
     let table = wd.create("history.csv", csv);
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv", "--by", "run"])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let rows = goodput_rows(&wd, &table, &["--by", "run"]);
     assert_eq!(rows.len(), 2);
     assert_eq!(
         (rows[0]["run"].as_str(), rows[0]["attempts"].as_str()),
@@ -243,18 +230,7 @@ fn real_run(name: &str) -> std::collections::HashMap<String, String> {
         .join("tests/data/goodput")
         .join(format!("{name}.log"));
     let wd = Workdir::new("goodput_real");
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let mut rows = goodput_rows(&wd, &log, &[]);
     assert_eq!(rows.len(), 1);
     rows.remove(0)
 }
@@ -353,18 +329,7 @@ fn a_resumed_tensorboard_run_keeps_every_attempts_steps_for_goodput_only() {
     // 2.5 s apart, then a second event file resumed at step 16 about 1,000 s later, to step 25.
     let wd = Workdir::new("goodput_tensorboard");
     let run = crate::util::fixtures().join("tensorboard/runs/tbx");
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let rows = goodput_rows(&wd, &run, &[]);
     let run_row = &rows[0];
     let n = |k: &str| -> f64 { run_row[k].parse().unwrap() };
     assert_eq!(run_row["attempts"], "2");
@@ -406,18 +371,7 @@ fn a_real_tensorboard_export_restarted_three_times_is_measured_by_its_wall_times
         return;
     };
     let wd = Workdir::new("goodput_tb_export");
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(&export)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = &csv_rows(&String::from_utf8(out.stdout).unwrap())[0];
+    let run = &goodput_rows(&wd, &export, &[])[0];
     let n = |k: &str| -> f64 { run[k].parse().unwrap() };
     assert_eq!(run["attempts"], "4");
     assert_eq!(run["wall_time_column"], "Wall time");
@@ -454,18 +408,7 @@ fn a_run_folder_of_one_log_per_launch_is_one_run_its_files_in_order_of_time() {
         wd.create(&format!("run/{name}"), lines[range].concat());
     }
     let whole = real_run("torchtitan__qiu023-kimi436m-attnres-pretrain-resumes");
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(wd.path("run"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    let rows = goodput_rows(&wd, &wd.path("run"), &[]);
     assert_eq!(rows.len(), 1);
     let run = &rows[0];
     assert!(run["input"].ends_with("run"), "{}", run["input"]);
