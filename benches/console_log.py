@@ -46,15 +46,19 @@ def gen(path, size_mb):
             written += len(line)
 
 
+# What a user writes: strip colours, one pattern for the step line, the batch line for tokens.
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+STEP_LINE = re.compile(
+    r"step:\s*(\d+)\s+loss:\s*([-\d.]+)\s+grad_norm:\s*([-\d.]+)\s+memory:\s*([\d.]+)GiB\(([\d.]+)%\)"
+    r"\s+tps:\s*([\d,]+)\s+tflops:\s*([\d.]+)\s+mfu:\s*([\d.]+)%"
+)
+BATCH = re.compile(r"local batch size (\d+), global batch size (\d+).*sequence length (\d+)")
+
+
 def pull(path):
     """The fields mfu writes: each step line's numbers and its wall time, tokens and step time."""
-    colour = re.compile(r"\x1b\[[0-9;]*m")
+    colour, step_line, batch = COLOUR, STEP_LINE, BATCH  # locals, as the loop was measured
     stamp = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
-    step_line = re.compile(
-        r"step:\s*(\d+)\s+loss:\s*([-\d.]+)\s+grad_norm:\s*([-\d.]+)\s+memory:\s*([\d.]+)GiB\(([\d.]+)%\)"
-        r"\s+tps:\s*([\d,]+)\s+tflops:\s*([\d.]+)\s+mfu:\s*([\d.]+)%"
-    )
-    batch = re.compile(r"local batch size (\d+), global batch size (\d+).*sequence length (\d+)")
     names = ("step", "loss", "grad_norm", "memory", "memory_pct", "tps", "tflops", "mfu")
     columns = {name: [] for name in names + ("wall_time", "step_time", "tokens")}
     local = seq = global_batch = None
@@ -80,13 +84,7 @@ def pull(path):
 
 def pull_minimal(path):
     """The least a user could pull: step, loss and a step time from the rate, no wall time."""
-    # What a user writes: strip colours, one pattern for the step line, the batch line for tokens.
-    colour = re.compile(r"\x1b\[[0-9;]*m")
-    step_line = re.compile(
-        r"step:\s*(\d+)\s+loss:\s*([-\d.]+)\s+grad_norm:\s*([-\d.]+)\s+memory:\s*([\d.]+)GiB\(([\d.]+)%\)"
-        r"\s+tps:\s*([\d,]+)\s+tflops:\s*([\d.]+)\s+mfu:\s*([\d.]+)%"
-    )
-    batch = re.compile(r"local batch size (\d+), global batch size (\d+).*sequence length (\d+)")
+    colour, step_line, batch = COLOUR, STEP_LINE, BATCH  # locals, as the loop was measured
     steps, losses, step_times, tokens = [], [], [], []
     local = seq = global_batch = None
     with open(path, encoding="utf-8", errors="replace") as f:
