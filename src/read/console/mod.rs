@@ -662,6 +662,9 @@ struct TemplateOf {
     /// What each pair's key adds to a line's digest, and the value of a pair whose value never varies.
     key_digests: Vec<u64>,
     value_digests: Vec<u64>,
+    /// Lines of it read through it whose raw line made no raw template: after
+    /// [`RAW_TEMPLATE_MISSES`], no more are tried (each try costs a pass over the raw line).
+    raw_misses: usize,
 }
 
 impl TemplateOf {
@@ -752,6 +755,7 @@ impl Stamp {
 /// Raw templates kept at most, and at most per skeleton (one per rank that writes it).
 const RAW_TEMPLATES: usize = 64;
 const RAW_TEMPLATES_PER_SKELETON: usize = 8;
+const RAW_TEMPLATE_MISSES: usize = 16;
 
 /// How many places in `skeleton` (made by [`template::skeleton`]) could hold a timestamp
 /// (`2024-01-02 03:04:05`, `2024-01-02T03:04:05`): digit runs with its separators between them.
@@ -1106,24 +1110,27 @@ impl<'v> Scanner<'v> {
     /// template used has just read, where it can be made (see [`RawTemplate`]).
     fn learn_raw(&mut self, raw: &str, cleaner: &clean::Cleaner, text: &str, place: &clean::Place) {
         let Some(of) = self.last else { return };
-        if self.raw_templates.len() >= RAW_TEMPLATES || place.evaluation || place.indented {
-            return;
-        }
-        template::skeleton(raw, &mut self.shape, &mut self.runs);
-        if self
-            .raw_of
-            .get(self.shape.as_slice())
-            .is_some_and(|t| t.is_empty() || t.len() >= RAW_TEMPLATES_PER_SKELETON)
+        if self.raw_templates.len() >= RAW_TEMPLATES
+            || place.evaluation
+            || place.indented
+            || self.templates[of].raw_misses >= RAW_TEMPLATE_MISSES
         {
             return;
         }
-        let made = self.raw_template(raw, cleaner, text, place, of);
+        template::skeleton(raw, &mut self.shape, &mut self.runs);
+        let made = match self.raw_of.get(self.shape.as_slice()) {
+            Some(t) if t.is_empty() || t.len() >= RAW_TEMPLATES_PER_SKELETON => None,
+            _ => self.raw_template(raw, cleaner, text, place, of),
+        };
         // Where the first line of a skeleton cannot make one, its list stays empty: no line of it is
         // tried again.
         let list = self.raw_of.entry(self.shape.clone()).or_default();
-        if let Some(raw_template) = made {
-            list.push(self.raw_templates.len());
-            self.raw_templates.push(raw_template);
+        match made {
+            Some(raw_template) => {
+                list.push(self.raw_templates.len());
+                self.raw_templates.push(raw_template);
+            }
+            None => self.templates[of].raw_misses += 1,
         }
     }
 
@@ -1329,6 +1336,7 @@ impl<'v> Scanner<'v> {
             .map(|p| digest::value(&p.value))
             .collect();
         self.templates.push(TemplateOf {
+            raw_misses: 0,
             key_digests,
             value_digests,
             template,
