@@ -13,7 +13,13 @@
 //! - `pause`: the time between two rows of one attempt beyond the later row's step time (evaluation,
 //!   checkpoints, stalls);
 //! - `recovery`: from the end of an attempt's last row to the start of the next attempt's first;
-//! - `other`: what is left (never negative; non-zero only where the log's clocks disagree).
+//! - `other`: what is left (never negative): where the log's clocks disagree, and after a relaunch W&B
+//!   resumed, the time between the relaunch and the first step W&B kept (start-up, or steps run again
+//!   that W&B dropped: it keeps no step lower than the current one, and the two cannot be told apart).
+//!
+//! A run's own clock (W&B's `_runtime`, which a resumed run carries on from where the last process left
+//! it) tells a relaunch apart from a pause even where no step is seen twice: the wall clock runs on
+//! while no process does, so wall time less run time jumps by the time the run was down.
 //!
 //! The ideal step time is Google's rule (ml-goodput-measurement): the mean of the per-step times within
 //! median + 3 MAD, over every row but attempts' first. A row's wall time is when it was logged, the end
@@ -53,7 +59,17 @@ pub struct Row {
     /// `None` where the log cannot say (only console logs' lines do).
     pub evaluation: Option<bool>,
     pub checkpoint: Option<bool>,
+    /// Seconds the run's processes had run when the row was logged (W&B's `_runtime`), where the log
+    /// keeps such a clock across relaunches.
+    pub run_clock: Option<f64>,
+    /// The row stands for a whole run or launch (a summary's run-mean step time), not for its steps.
+    pub summary: bool,
 }
+
+/// Seconds by which wall time less run time must jump between two rows for the run to have been down
+/// between them: W&B's `_runtime` is whole seconds in older clients, and no relaunch (a new process,
+/// its imports, its devices) takes less.
+pub const DOWN_AT_LEAST_S: f64 = 10.0;
 
 /// Where one run's time went. Times in seconds; `None` where the log cannot tell (see `notes`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -88,6 +104,9 @@ pub struct Goodput {
     pub straggler_s: Option<f64>,
     /// The first step of each attempt after the first (where each relaunch resumed).
     pub attempt_steps: Vec<f64>,
+    /// Seconds between relaunches the log's run clock shows and the first row each kept: start-up, or
+    /// steps run again that the log does not hold (part of `other_s`).
+    pub unseen_s: f64,
     /// What could not be measured, and why; what the log's clocks got wrong.
     pub notes: Vec<String>,
 }
@@ -125,6 +144,16 @@ fn positive(v: Option<f64>) -> Option<f64> {
     v.filter(|v| v.is_finite() && *v > 0.0)
 }
 
+/// Seconds the run was down between rows `before` and `now`, where its run clock went on while the wall
+/// clock jumped ahead by more than [`DOWN_AT_LEAST_S`]; `None` without a run clock, or where it went
+/// back (a new run, not a resumed one).
+fn down_before(before: &Row, now: &Row) -> Option<f64> {
+    let (w0, w1) = (before.wall_time?, now.wall_time?);
+    let (c0, c1) = (before.run_clock?, now.run_clock?);
+    let jump = (w1 - c1) - (w0 - c0);
+    (c1 >= c0 && jump > DOWN_AT_LEAST_S && jump.is_finite()).then_some(jump)
+}
+
 /// Where the time of the run whose rows are `rows` (in log order) went.
 pub fn measure(rows: &[Row]) -> Goodput {
     let mut out = Goodput::default();
@@ -135,10 +164,13 @@ pub fn measure(rows: &[Row]) -> Goodput {
     // Attempts: a row whose step does not go forward starts one, and so does a row the log's restart
     // line comes before (a relaunch that resumes where the last attempt stopped goes forward).
     let mut starts = vec![0];
+    // Seconds the run was down just before a row, where its run clock says so.
+    let mut down = vec![None; rows.len()];
     for i in 1..rows.len() {
         let back =
             matches!((rows[i - 1].step, rows[i].step), (Some(before), Some(now)) if now <= before);
-        if back || rows[i].restart {
+        down[i] = down_before(&rows[i - 1], &rows[i]);
+        if back || rows[i].restart || down[i].is_some() {
             starts.push(i);
         }
     }
@@ -204,8 +236,23 @@ pub fn measure(rows: &[Row]) -> Goodput {
         let wall = |i: usize| rows[i].wall_time.expect("timed");
         let mut backwards = 0;
         let (mut evaluating, mut checkpointing) = (0.0, 0.0);
+        let mut unseen = 0.0;
         for (i, &kept) in kept.iter().enumerate() {
-            let step_part = if first[i] {
+            let step_part = if let Some(down) = down[i] {
+                // The run was down, then ran for the rest of the interval: start-up and any steps
+                // run again that the log does not hold, then this row's step(s), counted at the ideal
+                // step time (its own, if shorter) because the rest cannot be told apart.
+                let interval = (wall(i) - wall(i - 1)).max(0.0);
+                let downtime = down.min(interval);
+                recovery += downtime;
+                let running = interval - downtime;
+                let step = ideal
+                    .map(|(ideal, _)| ideal * span(i))
+                    .or_else(|| row_time(i))
+                    .map_or(0.0, |t| t.min(running));
+                unseen += running - step;
+                step
+            } else if first[i] {
                 let t = row_time(i).unwrap_or_else(|| {
                     untimed_firsts += 1;
                     0.0
@@ -240,7 +287,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
             wall(last)
         };
         let mut overlapping = 0;
-        for a in 1..starts.len() {
+        for a in (1..starts.len()).filter(|a| down[starts[*a]].is_none()) {
             let gap = start_of(a) - end_of(a - 1);
             if gap < 0.0 {
                 overlapping += 1;
@@ -249,7 +296,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
         let total = end_of(starts.len() - 1) - start_of(0);
         elapsed = Some(total);
-        let accounted = productive + wasted + startup + pause + recovery;
+        let accounted = productive + wasted + startup + pause + recovery + unseen;
         let other = total - accounted;
         if other < -1e-9 * total.abs().max(1.0) || backwards > 0 || overlapping > 0 {
             out.notes.push(format!(
@@ -257,7 +304,14 @@ pub fn measure(rows: &[Row]) -> Goodput {
                 (-other).max(0.0)
             ));
         }
-        out.other_s = Some(other.max(0.0));
+        out.other_s = Some(other.max(0.0) + unseen);
+        out.unseen_s = unseen;
+        let resumed = down.iter().filter(|d| d.is_some()).count();
+        if resumed > 0 {
+            out.notes.push(format!(
+                "{resumed} relaunch(es) seen by the run's clock (wall time less run time jumps): {unseen:.3} s from each relaunch to the first row the log kept is start-up or steps run again that the log does not hold (W&B drops a step lower than the current one), not told apart, in other_s; steps_redone counts none of those steps"
+            ));
+        }
         out.pause_s = Some(pause);
         if rows
             .iter()
@@ -367,6 +421,8 @@ mod tests {
                     restart: false,
                     evaluation: Some(false),
                     checkpoint: Some(false),
+                    run_clock: None,
+                    summary: false,
                 });
                 if let Some((_, _, p)) = pauses.iter().find(|(pa, ps, _)| *pa == a && *ps == s) {
                     clock += p;
@@ -499,6 +555,41 @@ mod tests {
         assert_eq!((g.attempts, g.steps_redone), (2, 0.0));
         assert!(close(g.recovery_s, 100.0) && close(g.pause_s, 0.0));
         assert!(close(g.startup_s, 18.0));
+    }
+
+    #[test]
+    fn a_run_clock_that_carries_on_while_the_wall_clock_jumps_is_a_relaunch() {
+        // 1..=20 at 1 s, then 100 s down and 15 s of start-up and steps run again that the log does not
+        // hold before step 21; the run clock carries on from step 20's.
+        let mut rows = timeline(&[(1..=20, 0.0), (21..=40, 100.0)], 1.0, 0.0, &[]);
+        for (i, row) in rows.iter_mut().enumerate() {
+            let wall = row.wall_time.unwrap() - 1_000_000.0;
+            row.run_clock = Some(if i < 20 { wall } else { wall - 100.0 });
+            if i >= 20 {
+                row.wall_time = Some(row.wall_time.unwrap() + 15.0);
+                row.run_clock = Some(row.run_clock.unwrap() + 15.0);
+            }
+        }
+        let g = measure(&rows);
+        assert_eq!((g.attempts, g.attempt_steps.clone()), (2, vec![21.0]));
+        assert!(close(g.recovery_s, 100.0), "{g:?}");
+        assert!(close(g.other_s, 15.0) && close(Some(g.unseen_s), 15.0));
+        assert!(close(g.productive_s, 40.0) && close(g.pause_s, 0.0));
+        assert!(close(g.elapsed_s, 155.0));
+        // A jump under DOWN_AT_LEAST_S is the clocks' rounding, not a relaunch.
+        let mut rows = timeline(&[(1..=20, 0.0), (21..=40, 9.0)], 1.0, 0.0, &[]);
+        for row in &mut rows {
+            row.run_clock = Some(row.step.unwrap());
+        }
+        assert_eq!(measure(&rows).attempts, 1);
+        // A run clock that starts again is a new process W&B did not resume: no downtime from it.
+        let mut rows = timeline(&[(1..=20, 0.0), (11..=30, 50.0)], 1.0, 0.0, &[]);
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.run_clock = Some(if i < 20 { i } else { i - 20 } as f64 + 1.0);
+        }
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 2);
+        assert!(close(g.recovery_s, 50.0) && close(g.other_s, 0.0));
     }
 
     #[test]

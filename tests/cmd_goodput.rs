@@ -223,6 +223,101 @@ fn runs_split_by_a_column_and_wall_times_from_wandb_timestamps() {
     assert_eq!(rows[1]["goodput"], "1.0");
 }
 
+#[test]
+fn a_resumed_wandb_run_whose_redone_steps_wandb_dropped_is_told_apart_by_its_runtime() {
+    // A W&B history export of a run that died 5 s after logging step 130 and was resumed 600 s later
+    // from the checkpoint at step 100: the relaunch took 30 s to start and ran steps 101 to 130 again
+    // (60 s), which W&B dropped (lower than its current step), then logged 131 to 250. `_runtime`
+    // carries on from the dead process's last (W&B starts a resumed run at it); `_timestamp` does not.
+    let wd = Workdir::new("goodput_wandb_resume");
+    let mut csv = String::from("_step,_runtime,_timestamp,train/loss\n");
+    let (mut runtime, mut wall) = (0.0, 1_700_000_000.0);
+    // A row `ran` seconds of the run's processes after the one before, `down` seconds of none.
+    let mut row = |step: u32, ran: f64, down: f64| {
+        runtime += ran;
+        wall += ran + down;
+        format!("{step},{runtime},{wall},2.5\n")
+    };
+    csv.push_str(&row(1, 32.0, 0.0));
+    for step in 2..=130 {
+        csv.push_str(&row(step, 2.0, 0.0));
+    }
+    csv.push_str(&row(131, 5.0 + 30.0 + 60.0 + 2.0, 600.0));
+    for step in 132..=250 {
+        csv.push_str(&row(step, 2.0, 0.0));
+    }
+    let export = wd.create("wandb_export.csv", csv);
+    let run = &goodput_rows(&wd, &export, &[])[0];
+    assert_eq!(run["attempts"], "2");
+    assert_eq!(run["wall_time_column"], "_timestamp");
+    // Down: 600 s, exactly the jump of _timestamp - _runtime. The 95 s the run ran between its last
+    // row and the first row W&B kept (5 s after step 130, 30 s of start-up, 60 s of steps run again)
+    // cannot be split: other_s holds it, and the notes say so.
+    // Step times are `_runtime` differenced, so the first row has none: it is left out (a note says
+    // so), and the run is timed from step 2's start.
+    assert_eq!(number(run, "recovery_s"), 600.0);
+    assert_eq!(number(run, "other_s"), 95.0);
+    assert_eq!(number(run, "productive_s"), 249.0 * 2.0);
+    assert_eq!(number(run, "startup_s"), 0.0);
+    assert_eq!(number(run, "pause_s"), 0.0);
+    assert_eq!(number(run, "wasted_progress_s"), 0.0);
+    assert_eq!(number(run, "elapsed_s"), 129.0 * 2.0 + 697.0 + 119.0 * 2.0);
+    assert_eq!(
+        (run["steps_kept"].as_str(), run["steps_redone"].as_str()),
+        ("249.0", "0.0")
+    );
+    buckets_add_up(run);
+    assert!(
+        run["notes"].contains("W&B drops a step lower than the current one"),
+        "{}",
+        run["notes"]
+    );
+    // Without `_runtime` the same gap is one pause: nothing in the log tells a relaunch apart.
+    let no_runtime: String = std::fs::read_to_string(&export)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut f: Vec<&str> = l.split(',').collect();
+            f.remove(1);
+            f.join(",") + "\n"
+        })
+        .collect();
+    let export = wd.create("no_runtime.csv", no_runtime);
+    let run = &goodput_rows(&wd, &export, &[])[0];
+    assert_eq!(run["attempts"], "1", "{run:?}");
+}
+
+#[test]
+fn a_real_resumed_wandb_run_read_from_its_launch_folders() {
+    // Three launch folders of a real run W&B resumed after 12.5 hours down (attempts.md beside it has
+    // every figure by hand): the resume is seen by `_timestamp - _runtime` jumping; a launch with only
+    // a summary is no step.
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/goodput/wandb__abdelrahman350-synergy-1oyvcl3v");
+    let wd = Workdir::new("goodput_wandb_real");
+    let rows = goodput_rows(&wd, &folder, &[]);
+    assert_eq!(rows.len(), 1);
+    let run = &rows[0];
+    assert_eq!(run["run_id"], "1oyvcl3v");
+    for (key, hand) in [
+        ("attempts", 2.0),
+        ("steps_kept", 9.0),
+        ("steps_redone", 0.0),
+        ("ideal_step_time_s", 772.0),
+        ("startup_s", 5.0),
+        ("recovery_s", 45137.0),
+        ("other_s", 458.0),
+        ("productive_s", 7492.0),
+        ("pause_s", 0.0),
+        ("straggler_steps", 2.0),
+        ("straggler_s", 544.0),
+        ("elapsed_s", 53092.0),
+    ] {
+        assert_eq!(number(run, key), hand, "{key}");
+    }
+    buckets_add_up(run);
+}
+
 /// `mfu goodput` of a real log in tests/data/goodput (its SOURCE.md names repository, path and commit;
 /// its attempts.md is the hand reading the figures below come from), as CSV fields.
 fn real_run(name: &str) -> std::collections::HashMap<String, String> {

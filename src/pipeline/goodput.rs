@@ -57,6 +57,13 @@ pub struct RunGoodput {
 /// export's `Wall time`, W&B's `_timestamp`, then the names other exports use.
 pub const WALL_TIME_COLUMNS: [&str; 4] = ["wall_time", "timestamp", "time", "datetime"];
 
+/// The column of a run's own clock, seconds its processes have run, carried on across a resume: W&B's
+/// `_runtime` (a resumed run starts at the runtime the last process reached).
+pub const RUN_CLOCK_COLUMN: &str = "_runtime";
+
+/// The column readers give a launch that logged no steps, from its summary (run time over steps).
+const RUN_MEAN_STEP_TIME: &str = "run_mean_step_time_s";
+
 /// A column name as [`WALL_TIME_COLUMNS`] are written.
 fn normalised(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -130,6 +137,8 @@ pub fn goodput_runs(
         key_names = vec!["input".into()];
     }
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
+    // Whether each input's step times are its run clock differenced (W&B's `_runtime`).
+    let mut clock_timed = vec![false; loaded.len()];
     // Each run's rows by input (the input's index, its rows), the column its wall times came from, and
     // its inputs.
     type Gathered = (Vec<(usize, Vec<Row>)>, Option<String>, Vec<String>);
@@ -150,6 +159,9 @@ pub fn goodput_runs(
             Some((name, values)) => (Some(name), values),
             None => (None, vec![None; df.height()]),
         };
+        let run_clock = f64s(df, RUN_CLOCK_COLUMN)
+            .map_err(combine)?
+            .unwrap_or_else(|| vec![None; df.height()]);
         let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)
             .map_err(combine)?
             .unwrap_or_else(|| vec![None; df.height()]);
@@ -182,9 +194,19 @@ pub fn goodput_runs(
         let marked = l.marks.is_some();
         // A step time differenced from the wall-time column itself says nothing the wall times do not,
         // and across a relaunch it would make the whole gap one step: only the wall times are used.
+        let step_time_source = l.enriched.mapping.source(Field::StepTime);
         let time_from_wall = matches!(
-            l.enriched.mapping.source(Field::StepTime),
+            step_time_source,
             FieldSource::Column { name, cumulative: true, .. } if Some(name) == wall_column.as_ref()
+        );
+        clock_timed[input] = matches!(
+            step_time_source,
+            FieldSource::Column { name, cumulative: true, .. } if name == RUN_CLOCK_COLUMN
+        );
+        // A reader's stand-in for a launch that logged no steps (a W&B run folder with only a summary).
+        let summary = matches!(
+            step_time_source,
+            FieldSource::Column { name, .. } if name == RUN_MEAN_STEP_TIME
         );
         for row in 0..df.height() {
             let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
@@ -234,6 +256,8 @@ pub fn goodput_runs(
                 restart,
                 evaluation: marked.then_some(evaluation),
                 checkpoint: marked.then_some(checkpoint),
+                run_clock: run_clock[row],
+                summary,
             });
             if entry.1.is_none() {
                 entry.1.clone_from(&wall_column);
@@ -258,29 +282,49 @@ pub fn goodput_runs(
                     (None, None) => std::cmp::Ordering::Equal,
                 }
             });
-            let mut chunks = chunks.into_iter().map(|(_, rows)| rows);
-            let mut rows = chunks.next().unwrap_or_default();
-            for mut chunk in chunks {
+            let mut chunks = chunks.into_iter();
+            let mut rows = chunks.next().map(|(_, rows)| rows).unwrap_or_default();
+            for (input, mut chunk) in chunks {
+                // A file's first row has no run clock before it in its file. Where the clock carried
+                // on from the last file's (a resumed W&B run), the difference times it; where it
+                // started again (a new process: offline runs, wandb-core before 0.19.10), its own
+                // value is the time since its process started, if that fits the gap.
+                let before = rows.iter().rev().find(|r| !r.summary);
+                let before = before.and_then(|r| r.run_clock.zip(r.wall_time));
+                if let Some(first) = chunk.iter_mut().find(|r| !r.summary) {
+                    if let (true, None, Some((c0, w0)), Some(c1), Some(w1)) = (
+                        clock_timed[input],
+                        first.step_time,
+                        before,
+                        first.run_clock,
+                        first.wall_time,
+                    ) {
+                        let ran = if c1 >= c0 { c1 - c0 } else { c1 };
+                        first.step_time = Some(ran).filter(|t| *t > 0.0 && *t <= w1 - w0);
+                    }
+                }
                 if let Some(first) = chunk.first_mut() {
                     first.restart = true;
                 }
                 rows.append(&mut chunk);
             }
-            // Where steps are timed, a row without a time is no step (an evaluation row, a summary):
-            // its time is the gap around it, and a relaunch it marks passes to the next row.
+            // Where steps are timed, a row without a time is no step (an evaluation row), nor is a
+            // launch's summary: its time is the gap around it, and a relaunch it marks passes to the
+            // next row.
             let all = rows.len();
-            if rows.iter().any(|r| r.step_time.is_some()) {
+            if rows.iter().any(|r| r.step_time.is_some() && !r.summary) {
                 let mut carried = false;
                 rows.retain_mut(|r| {
+                    let step = r.step_time.is_some() && !r.summary;
                     r.restart |= carried;
-                    carried = r.step_time.is_none() && r.restart;
-                    r.step_time.is_some()
+                    carried = !step && r.restart;
+                    step
                 });
             }
             let mut goodput = measure(&rows);
             if rows.len() < all {
                 goodput.notes.push(format!(
-                    "{} row(s) with no step time left out (evaluation rows, summaries): not steps",
+                    "{} row(s) with no step time, or a summary's run-mean one, left out (evaluation rows, launches that logged no steps): not steps",
                     all - rows.len()
                 ));
             }

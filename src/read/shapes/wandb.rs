@@ -432,6 +432,14 @@ pub fn read(
     name: &str,
     beside: &Beside,
 ) -> Result<(ShapedFrame, Vec<String>), String> {
+    // A process killed before it flushed its first block leaves an empty log: a log of no records.
+    if bytes.is_empty() {
+        let (shaped, mut warnings) = read(HEADER, name, beside)?;
+        warnings.push(format!(
+            "{name} is empty (its process stopped before writing a block): no records"
+        ));
+        return Ok((shaped, warnings));
+    }
     if !bytes.starts_with(&HEADER[..4]) {
         return Err("not a W&B transaction log (no :W&B header)".into());
     }
@@ -815,6 +823,18 @@ mod tests {
         assert!(read(b":W&B\x01\x00\x00", "x", &none()).is_err());
         assert!(read(b"nope", "x", &none()).is_err());
         assert!(read(HEADER, "x", &none()).is_err()); // no history, no summary
+                                                      // An empty log (a process killed before its first block) is a log of no records.
+        let summary = Beside {
+            metadata: None,
+            summary: Some(r#"{"_step": 10, "_runtime": 50.0}"#.into()),
+        };
+        let (shaped, warnings) = read(b"", "run-x.wandb", &summary).unwrap();
+        assert_eq!(shaped.frame.height(), 1);
+        assert!(
+            warnings.iter().any(|w| w.contains("is empty")),
+            "{warnings:?}"
+        );
+        assert!(read(b"", "x", &none()).is_err());
     }
 
     #[test]
