@@ -318,6 +318,37 @@ fn a_real_resumed_wandb_run_read_from_its_launch_folders() {
     buckets_add_up(run);
 }
 
+#[test]
+fn a_trainer_state_json_says_it_cannot_show_relaunches() {
+    // A real HF trainer_state.json (../shared/fixtures-real): reloaded from the checkpoint on resume, it
+    // holds kept steps only and no wall times, so only productive time is measured, and the notes say
+    // why the rest is not.
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures-real/hf_trainer_state__Jaong_Checkpoint-of-CPT.json");
+    if !real.exists() {
+        eprintln!("skipped: {} is absent", real.display());
+        return;
+    }
+    let wd = Workdir::new("goodput_trainer_state");
+    // The reader knows the file by its name, as HF writes it.
+    let state = wd.create(
+        "trainer_state.json",
+        std::fs::read_to_string(&real).unwrap(),
+    );
+    let run = &goodput_rows(&wd, &state, &[])[0];
+    assert_eq!(run["attempts"], "1");
+    assert_eq!(run["elapsed_s"], "");
+    assert_eq!(run["goodput"], "");
+    assert_eq!(run["steps_kept"], "5000.0");
+    assert!(number(run, "productive_s") > 0.0);
+    assert!(
+        run["notes"].contains("reloaded from the checkpoint")
+            && run["notes"].contains("no wall time"),
+        "{}",
+        run["notes"]
+    );
+}
+
 /// `mfu goodput` of a real log in tests/data/goodput (its SOURCE.md names repository, path and commit;
 /// its attempts.md is the hand reading the figures below come from), as CSV fields.
 fn real_run(name: &str) -> std::collections::HashMap<String, String> {

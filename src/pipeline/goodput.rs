@@ -61,6 +61,9 @@ pub const WALL_TIME_COLUMNS: [&str; 4] = ["wall_time", "timestamp", "time", "dat
 /// `_runtime` (a resumed run starts at the runtime the last process reached).
 pub const RUN_CLOCK_COLUMN: &str = "_runtime";
 
+/// The file HF's Trainer saves with each checkpoint and reloads on resume.
+const HF_TRAINER_STATE: &str = "trainer_state.json";
+
 /// The column readers give a launch that logged no steps, from its summary (run time over steps).
 const RUN_MEAN_STEP_TIME: &str = "run_mean_step_time_s";
 
@@ -322,6 +325,11 @@ pub fn goodput_runs(
                 });
             }
             let mut goodput = measure(&rows);
+            if sources.iter().any(|s| s.ends_with(HF_TRAINER_STATE)) {
+                goodput.notes.push(format!(
+                    "{HF_TRAINER_STATE} is reloaded from the checkpoint when a run resumes: it holds the kept steps only, so relaunches, wasted progress and time down cannot be seen in it"
+                ));
+            }
             if rows.len() < all {
                 goodput.notes.push(format!(
                     "{} row(s) with no step time, or a summary's run-mean one, left out (evaluation rows, launches that logged no steps): not steps",
