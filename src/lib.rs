@@ -15,6 +15,7 @@
 //! wrong denominator; [`enrich::enrich_frame`] is the pipeline on one polars frame.
 
 pub mod arrow_bridge;
+pub mod audit;
 pub mod columns;
 pub mod compute;
 pub mod conventions;

@@ -3,6 +3,8 @@
 mod util;
 
 mod architecture;
+mod audit_lookups;
+mod cmd_audit;
 mod cmd_enrich;
 mod cmd_goodput;
 mod cmd_lookup;

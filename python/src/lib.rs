@@ -561,6 +561,7 @@ fn load_runs(
                     warnings: Vec::new(),
                     marks: None,
                     argument: "data".into(),
+                    shape: mfu::read::Shape::Table,
                 },
             ));
         }

@@ -1,6 +1,7 @@
 //! Command-line definitions: one module per subcommand, each with its arguments (whose `///` docs are the
 //! help text) and a `run` that calls the library. Nothing below this module touches clap.
 
+mod audit;
 mod enrich;
 mod flops;
 mod goodput;
@@ -33,6 +34,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Audit(Box<audit::AuditArgs>),
     Enrich(Box<enrich::EnrichArgs>),
     Flops(flops::FlopsArgs),
     Goodput(Box<goodput::GoodputArgs>),
@@ -46,6 +48,7 @@ pub enum Command {
 /// Runs the chosen command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Audit(args) => audit::run(&args),
         Command::Enrich(args) => enrich::run(&args),
         Command::Flops(args) => flops::run(&args),
         Command::Goodput(args) => goodput::run(&args),

@@ -11,6 +11,7 @@
 //! The stages below (read → columns → peaks → compute → write) know nothing of this module.
 
 pub mod arrow;
+pub mod audit;
 pub mod destination;
 pub mod enrich;
 pub mod goodput;
@@ -331,6 +332,8 @@ pub struct Loaded {
     pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
     /// The argument the input came from (see [`crate::read::Input::argument`]).
     pub argument: String,
+    /// How it was read (a trainer's log by its preset, a table, ...).
+    pub shape: Shape,
 }
 
 impl Loaded {
@@ -578,6 +581,7 @@ impl Plan {
                 warnings,
                 marks,
                 argument: input.argument.clone(),
+                shape: seen.shape,
             },
             verbose,
         ))

@@ -1,0 +1,189 @@
+//! `mfu audit`: the MFU or TFLOP/s a framework logged, re-based on the right peak and explained.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Args;
+
+use mfu::pipeline::audit::{audit_runs, notes_of, to_frame, RunAudit, AUDIT_COLUMNS};
+use mfu::write::write_to;
+
+use super::source::{load_reported, remote_output, SourceArgs};
+use super::{aligned_table, write_text, RunsFormat};
+
+/// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
+///
+/// Reads the inputs as `mfu enrich` does (same flags) and tells which framework wrote each log from
+/// its shape and the names of its figures (torchtitan `mfu`/`tflops`, verl `perf/mfu/actor`, llm.c
+/// `bf16 MFU`, Lightning `device/mfu`, Composer `throughput/device/mfu`, OLMo-core
+/// `throughput/device/MFU`, nanoGPT `mfu`, Megatron-LM `throughput per GPU (TFLOP/s/GPU)`, MaxText
+/// `TFLOP/s/device`, nanotron `model_tflops_per_gpu`). Per run: the logged MFU (a fraction) and
+/// TFLOP/s, the peak the framework divided by (from the log's own figures, --logged-peak-flops, or
+/// the framework's lookup run on the device name as its code was at a named commit), the FLOPs per
+/// token it counted, mfu's MFU, peak and count, the ratio and the two factors that make it
+/// (peak_factor: its peak over the right one; numerator_factor: mfu's count over its), and a verdict
+/// to paste into a ticket. Logged values above 100% are counted as impossible. docs/audit.md has the
+/// frameworks and worked audits of real logs.
+///
+/// Examples:
+///   mfu audit train.log --flops-per-token 1.27e9 --dtype bf16
+///   mfu audit runs/ --format json
+///   mfu audit nanogpt.log --device "RTX 4070 Ti SUPER" --dtype bf16 --flops-per-token 2.2e7 --format csv
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Split the rows into runs by this column (or a field name such as run_id). Repeatable. Default: the
+    /// run_id field, else each input is one run.
+    #[arg(long = "by", value_name = "KEY")]
+    pub by: Vec<String>,
+
+    /// Output format; default: table on a terminal (the verdict of each run), csv otherwise.
+    #[arg(long, value_enum)]
+    pub format: Option<RunsFormat>,
+
+    /// Write to FILE instead of standard output (format from its extension unless --format).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    // A log with a figure but no FLOPs count is still audited (the peak half), so no field is required.
+    let mut options = args.source.options(None);
+    options.optional_fields = true;
+    let plan = args.source.plan_of(&options)?;
+    let remote = match args.output.as_deref() {
+        Some(path) => remote_output(path, &plan, args.force)?,
+        None => None,
+    };
+    let output: Option<PathBuf> = match &remote {
+        Some((_, local, _)) => Some(local.clone()),
+        None => args.output.clone(),
+    };
+    let force = args.force || remote.is_some();
+    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
+    if loaded.is_empty() {
+        bail!("no input could be read");
+    }
+    let (key_names, runs) = audit_runs(&loaded, &args.by, args.source.logged_peak_flops)?;
+    let format = RunsFormat::chosen(args.format, output.as_deref());
+    let metadata = vec![(
+        "mfu.version".to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    )];
+    match format.table_format() {
+        None => {
+            let text = if format == RunsFormat::Table {
+                table_text(&key_names, &runs)
+            } else {
+                json_text(&key_names, &runs)?
+            };
+            write_text(output.as_deref(), &text, force)?;
+        }
+        Some(table) => {
+            let mut df = to_frame(&key_names, &runs)?;
+            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
+        }
+    }
+    if let Some((remote, local, _folder)) = remote {
+        remote.upload(&local, args.force)?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |m| format!("{:.2}", m * 100.0))
+}
+
+fn times(v: Option<f64>) -> String {
+    v.map_or("-".into(), |k| format!("{k:.2}x"))
+}
+
+fn table_text(keys: &[String], runs: &[RunAudit]) -> String {
+    let mut header: Vec<&str> = keys.iter().map(String::as_str).collect();
+    header.extend([
+        "framework",
+        "logged MFU %",
+        "mfu MFU %",
+        "ratio",
+        "peak factor",
+        "FLOPs factor",
+        "verdict",
+    ]);
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let mut row: Vec<String> = r
+                .keys
+                .iter()
+                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            match &r.audit {
+                Some(a) => row.extend([
+                    a.framework.clone(),
+                    pct(a.mfu_logged),
+                    pct(a.mfu),
+                    times(a.ratio),
+                    times(a.peak_factor),
+                    times(a.numerator_factor),
+                    a.verdict.clone(),
+                ]),
+                None => {
+                    row.extend(["-", "-", "-", "-", "-", "-"].map(String::from));
+                    row.push(notes_of(r).join("; "));
+                }
+            }
+            row
+        })
+        .collect();
+    aligned_table(&header, &rows)
+}
+
+fn json_text(keys: &[String], runs: &[RunAudit]) -> anyhow::Result<String> {
+    let rows: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let mut o = serde_json::Map::new();
+            for (k, key) in keys.iter().enumerate() {
+                o.insert(key.clone(), serde_json::json!(r.keys[k]));
+            }
+            let a = r.audit.as_ref();
+            let values = serde_json::json!({
+                "framework": a.map(|a| &a.framework), "recognised_by": r.recognised_by,
+                "figure": a.map(|a| &a.figure), "rows": a.map(|a| a.rows),
+                "mfu_logged": a.and_then(|a| a.mfu_logged),
+                "tflops_logged": a.and_then(|a| a.tflops_logged),
+                "peak_logged": a.and_then(|a| a.peak_logged),
+                "peak_logged_from": a.and_then(|a| a.peak_logged_from.clone()),
+                "device": r.device,
+                "peak_emulated": a.and_then(|a| a.peak_emulated),
+                "emulation": a.and_then(|a| a.emulation.clone()),
+                "flops_per_token_logged": a.and_then(|a| a.flops_per_token_logged),
+                "mfu": a.and_then(|a| a.mfu), "peak": a.and_then(|a| a.peak),
+                "flops_per_token": a.and_then(|a| a.flops_per_token),
+                "mfu_logged_rebased": a.and_then(|a| a.mfu_logged_rebased),
+                "ratio": a.and_then(|a| a.ratio), "peak_factor": a.and_then(|a| a.peak_factor),
+                "numerator_factor": a.and_then(|a| a.numerator_factor),
+                "impossible_rows": a.map(|a| a.impossible_rows),
+                "placeholder_rows": a.map(|a| a.placeholder_rows),
+                "verdict": a.map(|a| &a.verdict), "notes": notes_of(r), "source_files": r.sources,
+            });
+            for name in AUDIT_COLUMNS {
+                o.insert(name.to_string(), values[name].clone());
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}

@@ -1,0 +1,273 @@
+//! The audit of the runs in loaded inputs: each run's framework, its logged figure row by row beside
+//! mfu's, then [`crate::audit::audit`]. What `mfu audit` and the Python package share.
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use crate::audit::{audit, recognise, Audit, Recognised, Row, Run, Unit};
+use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
+use crate::peaks::precision::parse_dtype;
+use crate::summary::{row_keys, GroupBy};
+
+use super::summary::run_groups;
+use super::{Loaded, PipelineError};
+
+/// The columns of one run's audit, after its key columns, in order.
+pub const AUDIT_COLUMNS: [&str; 24] = [
+    "framework",
+    "recognised_by",
+    "figure",
+    "rows",
+    "mfu_logged",
+    "tflops_logged",
+    "peak_logged",
+    "peak_logged_from",
+    "device",
+    "peak_emulated",
+    "emulation",
+    "flops_per_token_logged",
+    "mfu",
+    "peak",
+    "flops_per_token",
+    "mfu_logged_rebased",
+    "ratio",
+    "peak_factor",
+    "numerator_factor",
+    "impossible_rows",
+    "placeholder_rows",
+    "verdict",
+    "notes",
+    "source_files",
+];
+
+/// One run's audit, with its keys; `audit` is `None` where no framework's figure is in the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunAudit {
+    pub keys: Vec<Option<String>>,
+    pub audit: Option<Audit>,
+    pub recognised_by: Option<String>,
+    pub device: Option<String>,
+    pub notes: Vec<String>,
+    pub sources: Vec<String>,
+}
+
+/// The audit of every run over `loaded` (each input with its display name): the key column names and
+/// the runs in order of first appearance, keyed as `mfu summary` keys them. `logged_peak_flops` is the
+/// user's word for the peak the framework used.
+pub fn audit_runs(
+    loaded: &[(String, Loaded)],
+    by: &[String],
+    logged_peak_flops: Option<f64>,
+) -> Result<(Vec<String>, Vec<RunAudit>), PipelineError> {
+    let (key_names, groups) = run_groups(loaded, by)?;
+    let combine = PipelineError::Combine;
+    // Each run: its framework (the first input's that names one), its rows, device and precision.
+    struct Gathered {
+        keys: Vec<Option<String>>,
+        recognised: Option<Recognised>,
+        rows: Vec<Row>,
+        device: Option<String>,
+        dtype: Option<String>,
+        sources: Vec<String>,
+        notes: Vec<String>,
+    }
+    let mut runs: Vec<Gathered> = Vec::new();
+    let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+    for ((display, l), group) in loaded.iter().zip(groups) {
+        let df = &l.enriched.frame;
+        let v = &l.enriched.values;
+        let columns: Vec<&str> = df.get_column_names().iter().map(|c| c.as_str()).collect();
+        let recognised = recognise(Some(l.shape.name()), &columns);
+        let keys = match &group {
+            GroupBy::File => vec![vec![Some(display.clone())]; df.height()],
+            group => row_keys(df, display, group).map_err(combine)?,
+        };
+        let column = |name: Option<&String>| -> PolarsResult<Vec<Option<f64>>> {
+            Ok(match name.and_then(|n| df.column(n).ok()) {
+                // A figure written with its unit (`9.63%`) is text: its number.
+                Some(c) if c.dtype() == &DataType::String => c
+                    .str()?
+                    .iter()
+                    .map(|s| s.and_then(|s| s.trim().trim_end_matches('%').trim().parse().ok()))
+                    .collect(),
+                Some(c) => c.cast(&DataType::Float64)?.f64()?.iter().collect(),
+                None => vec![None; df.height()],
+            })
+        };
+        let percent = recognised
+            .as_ref()
+            .is_some_and(|r| r.framework.mfu_unit == Some(Unit::Percent));
+        let logged =
+            column(recognised.as_ref().and_then(|r| r.mfu_column.as_ref())).map_err(combine)?;
+        let tflops =
+            column(recognised.as_ref().and_then(|r| r.tflops_column.as_ref())).map_err(combine)?;
+        let mfu = column(Some(&MFU_WALL_CLOCK.to_string())).map_err(combine)?;
+        let peak = column(Some(&PEAK_FLOPS_PER_DEVICE.to_string())).map_err(combine)?;
+        let rate = column(Some(&TOKENS_PER_SECOND.to_string())).map_err(combine)?;
+        for row in 0..df.height() {
+            let key = &keys[row];
+            let at = *index.entry(key.clone()).or_insert_with(|| {
+                runs.push(Gathered {
+                    keys: key.clone(),
+                    recognised: None,
+                    rows: Vec::new(),
+                    device: None,
+                    dtype: None,
+                    sources: Vec::new(),
+                    notes: Vec::new(),
+                });
+                runs.len() - 1
+            });
+            let run = &mut runs[at];
+            if !run.sources.contains(display) {
+                run.sources.push(display.clone());
+                match (&run.recognised, &recognised) {
+                    (None, Some(r)) => run.recognised = Some(r.clone()),
+                    (Some(a), Some(b)) if a.framework.name != b.framework.name => {
+                        run.notes.push(format!(
+                            "{display} reads as {}'s, the run's first input as {}'s: audited as {}",
+                            b.framework.name, a.framework.name, a.framework.name
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            if run.device.is_none() {
+                run.device = v.device.get(row).map(str::to_string);
+            }
+            if run.dtype.is_none() {
+                run.dtype = v.dtype.get(row).map(str::to_string);
+            }
+            let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
+            run.rows.push(Row {
+                mfu_logged: logged[row].map(|m| if percent { m / 100.0 } else { m }),
+                tflops_logged: tflops[row],
+                tokens_per_second_per_device: rate[row].zip(devices).map(|(r, n)| r / n),
+                mfu: mfu[row],
+                peak: peak[row],
+                flops_per_token: v.flops_per_token.get(row),
+            });
+        }
+    }
+    let audited = runs
+        .into_iter()
+        .map(|g| {
+            let Some(recognised) = g.recognised else {
+                let mut notes = g.notes;
+                notes.push(
+                    "no framework's own MFU or TFLOP/s figure in the log: nothing to audit (docs/audit.md lists the frameworks and the names they log)"
+                        .into(),
+                );
+                return RunAudit {
+                    keys: g.keys,
+                    audit: None,
+                    recognised_by: None,
+                    device: g.device,
+                    notes,
+                    sources: g.sources,
+                };
+            };
+            let figure: Vec<&str> = [&recognised.mfu_column, &recognised.tflops_column]
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect();
+            let run = Run {
+                device: g.device.clone(),
+                dtype: g.dtype.as_deref().and_then(parse_dtype),
+                logged_peak_flops,
+            };
+            let mut audit = audit(recognised.framework, &figure.join(", "), &run, &g.rows);
+            audit.notes.extend(g.notes);
+            RunAudit {
+                keys: g.keys,
+                audit: Some(audit),
+                recognised_by: Some(recognised.by),
+                device: g.device,
+                notes: Vec::new(),
+                sources: g.sources,
+            }
+        })
+        .collect();
+    Ok((key_names, audited))
+}
+
+/// The runs' audits as a frame: the key columns (named `key_names`), then [`AUDIT_COLUMNS`].
+pub fn to_frame(key_names: &[String], runs: &[RunAudit]) -> PolarsResult<DataFrame> {
+    let mut columns: Vec<Column> = Vec::new();
+    for (k, name) in key_names.iter().enumerate() {
+        let values: Vec<Option<String>> = runs.iter().map(|r| r.keys[k].clone()).collect();
+        columns.push(Column::new(name.as_str().into(), values));
+    }
+    let text = |f: &dyn Fn(&RunAudit) -> Option<String>| -> Vec<Option<String>> {
+        runs.iter().map(f).collect()
+    };
+    let number = |f: &dyn Fn(&Audit) -> Option<f64>| -> Vec<Option<f64>> {
+        runs.iter().map(|r| r.audit.as_ref().and_then(f)).collect()
+    };
+    let count = |f: &dyn Fn(&Audit) -> usize| -> Vec<Option<u64>> {
+        runs.iter()
+            .map(|r| r.audit.as_ref().map(|a| f(a) as u64))
+            .collect()
+    };
+    for name in AUDIT_COLUMNS {
+        let c = match name {
+            "framework" => Column::new(
+                name.into(),
+                text(&|r| r.audit.as_ref().map(|a| a.framework.clone())),
+            ),
+            "recognised_by" => Column::new(name.into(), text(&|r| r.recognised_by.clone())),
+            "figure" => Column::new(
+                name.into(),
+                text(&|r| r.audit.as_ref().map(|a| a.figure.clone())),
+            ),
+            "rows" => Column::new(name.into(), count(&|a| a.rows)),
+            "mfu_logged" => Column::new(name.into(), number(&|a| a.mfu_logged)),
+            "tflops_logged" => Column::new(name.into(), number(&|a| a.tflops_logged)),
+            "peak_logged" => Column::new(name.into(), number(&|a| a.peak_logged)),
+            "peak_logged_from" => Column::new(
+                name.into(),
+                text(&|r| r.audit.as_ref().and_then(|a| a.peak_logged_from.clone())),
+            ),
+            "device" => Column::new(name.into(), text(&|r| r.device.clone())),
+            "peak_emulated" => Column::new(name.into(), number(&|a| a.peak_emulated)),
+            "emulation" => Column::new(
+                name.into(),
+                text(&|r| r.audit.as_ref().and_then(|a| a.emulation.clone())),
+            ),
+            "flops_per_token_logged" => {
+                Column::new(name.into(), number(&|a| a.flops_per_token_logged))
+            }
+            "mfu" => Column::new(name.into(), number(&|a| a.mfu)),
+            "peak" => Column::new(name.into(), number(&|a| a.peak)),
+            "flops_per_token" => Column::new(name.into(), number(&|a| a.flops_per_token)),
+            "mfu_logged_rebased" => Column::new(name.into(), number(&|a| a.mfu_logged_rebased)),
+            "ratio" => Column::new(name.into(), number(&|a| a.ratio)),
+            "peak_factor" => Column::new(name.into(), number(&|a| a.peak_factor)),
+            "numerator_factor" => Column::new(name.into(), number(&|a| a.numerator_factor)),
+            "impossible_rows" => Column::new(name.into(), count(&|a| a.impossible_rows)),
+            "placeholder_rows" => Column::new(name.into(), count(&|a| a.placeholder_rows)),
+            "verdict" => Column::new(
+                name.into(),
+                text(&|r| r.audit.as_ref().map(|a| a.verdict.clone())),
+            ),
+            "notes" => Column::new(name.into(), text(&|r| Some(notes_of(r).join("; ")))),
+            "source_files" => Column::new(name.into(), text(&|r| Some(r.sources.join("; ")))),
+            other => unreachable!("column {other} has no value"),
+        };
+        columns.push(c);
+    }
+    DataFrame::new(runs.len(), columns)
+}
+
+/// A run's notes: the audit's and the run's own.
+pub fn notes_of(run: &RunAudit) -> Vec<String> {
+    let mut notes: Vec<String> = run
+        .audit
+        .as_ref()
+        .map(|a| a.notes.clone())
+        .unwrap_or_default();
+    notes.extend(run.notes.iter().cloned());
+    notes
+}

@@ -1,0 +1,187 @@
+//! `mfu audit` on real logs (tests/data/logs, each with its SOURCE.md), every figure checked against the
+//! hand audit in docs/audit.md.
+
+use crate::util::{csv_rows, Workdir};
+
+/// `mfu audit LOG FLAGS --format csv` of a corpus log: its one row.
+fn audited(log: &str, flags: &[&str]) -> std::collections::HashMap<String, String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs")
+        .join(log);
+    let wd = Workdir::new("audit");
+    let out = wd
+        .mfu()
+        .args(["audit", "--quiet", "--format", "csv"])
+        .arg(&path)
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 1);
+    rows.remove(0)
+}
+
+fn number(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: '{}'", row[key]))
+}
+
+fn near(row: &std::collections::HashMap<String, String>, key: &str, hand: f64, tolerance: f64) {
+    let v = number(row, key);
+    assert!(
+        (v / hand - 1.0).abs() <= tolerance,
+        "{key}: {v}, by hand {hand}"
+    );
+}
+
+#[test]
+fn torchtitan_on_rtx_5090s_divided_by_the_a100_and_left_out_the_output_projection() {
+    let row = audited(
+        "torchtitan__qiu023-rtx5090-llama3-150m.log",
+        &["--flops-per-token", "1270480896", "--dtype", "bf16"],
+    );
+    assert_eq!(row["framework"], "torchtitan");
+    assert_eq!(row["device"], "NVIDIA GeForce RTX 5090");
+    // Its tflops over its mfu is the A100's 312 TFLOP/s, as its lookup's fallback gives.
+    assert_eq!(number(&row, "peak_logged"), 312e12);
+    assert_eq!(number(&row, "peak_emulated"), 312e12);
+    assert!(
+        row["emulation"].contains("fallback to A100"),
+        "{}",
+        row["emulation"]
+    );
+    assert_eq!(number(&row, "peak"), 209.5e12);
+    near(&row, "peak_factor", 312.0 / 209.5, 1e-12);
+    // Its count: 48.38 TFLOP/s at 71,190 tokens/s (the median rows), 6.80e8 FLOPs per token.
+    near(&row, "flops_per_token_logged", 6.796e8, 1e-3);
+    near(&row, "numerator_factor", 1270480896.0 / 6.796e8, 1e-3);
+    near(&row, "mfu_logged", 0.15505, 1e-9);
+    near(&row, "mfu", 0.4317, 1e-3);
+    // The ratio is the two factors together.
+    near(
+        &row,
+        "ratio",
+        number(&row, "peak_factor") * number(&row, "numerator_factor"),
+        1e-3,
+    );
+    assert!(
+        row["verdict"].contains("2.78x the logged figure"),
+        "{}",
+        row["verdict"]
+    );
+}
+
+#[test]
+fn llm_c_on_a_device_its_table_lacks_logs_only_placeholders() {
+    let row = audited(
+        "llmc__tannal-a800-pcie-gpt2-124m.log",
+        &["--flops-per-token", "854654976"],
+    );
+    assert_eq!(row["framework"], "llm.c");
+    assert_eq!(
+        (row["rows"].as_str(), row["placeholder_rows"].as_str()),
+        ("21", "21")
+    );
+    assert_eq!(row["mfu_logged"], "");
+    assert!(row["emulation"].contains("no branch matches 'NVIDIA A800 80GB PCIe'"));
+    assert!(
+        row["verdict"].starts_with("llm.c logged no MFU"),
+        "{}",
+        row["verdict"]
+    );
+    near(&row, "mfu", 0.5204, 1e-3);
+}
+
+#[test]
+fn nanogpt_divides_by_the_a100_whatever_the_device() {
+    let row = audited(
+        "nanogpt__rtx4070tisuper-shakespeare-char.log",
+        &[
+            "--num-devices",
+            "1",
+            "--dtype",
+            "bf16",
+            "--tokens-per-step",
+            "655360",
+            "--flops-per-token",
+            "22119936",
+            "--peak-flops",
+            "88.2e12",
+        ],
+    );
+    assert_eq!(row["framework"], "nanoGPT");
+    assert_eq!(number(&row, "peak_logged"), 312e12);
+    near(&row, "peak_factor", 312.0 / 88.2, 1e-12);
+    assert_eq!(row["placeholder_rows"], "1");
+    near(&row, "mfu_logged", 0.10185, 1e-9);
+}
+
+#[test]
+fn verl_logs_mfu_over_the_update_time_with_its_own_count() {
+    let row = audited(
+        "verl__dstack-qwen25-7b-ppo-2node.log",
+        &[
+            "--device",
+            "NVIDIA_H100_80GB_HBM3",
+            "--flops-per-token",
+            "43346558976",
+        ],
+    );
+    assert_eq!(row["framework"], "verl");
+    assert_eq!(number(&row, "peak_logged"), 989e12);
+    near(&row, "peak_factor", 989.0 / 989.4, 1e-12);
+    near(&row, "mfu_logged", 0.067, 1e-9);
+    // Its figure is 4.4x mfu's: the update's time, not the step's, and its count over all tokens.
+    near(&row, "numerator_factor", 0.2248, 1e-3);
+}
+
+#[test]
+fn tflops_only_frameworks_are_rebased_on_the_right_peak() {
+    let row = audited(
+        "megatron-lm__mi300x-28b-thera.log",
+        &[
+            "--device",
+            "AMD_Instinct_MI300X",
+            "--flops-per-token",
+            "200577908736",
+        ],
+    );
+    assert_eq!(row["framework"], "Megatron-LM");
+    assert_eq!(row["mfu_logged"], "");
+    near(&row, "tflops_logged", 250.8, 1e-9);
+    // 250.8 TFLOP/s of the MI300X's 1307.4.
+    near(&row, "mfu_logged_rebased", 250.8 / 1307.4, 1e-9);
+    let row = audited(
+        "maxtext__dpo-qwen3-0.6b-tpuv5p8.log",
+        &["--device", "TPU_v5p", "--flops-per-token", "4280549376"],
+    );
+    assert_eq!(row["framework"], "MaxText");
+    near(&row, "mfu_logged_rebased", 85.828 / 459.0, 1e-9);
+}
+
+#[test]
+fn a_log_without_a_framework_figure_says_there_is_nothing_to_audit() {
+    let row = audited(
+        "hf-trainer__khanusa-llama32-1b-2gpu.log",
+        &[
+            "--num-devices",
+            "2",
+            "--tokens-per-step",
+            "8192",
+            "--flops-per-token",
+            "7615807488",
+        ],
+    );
+    assert_eq!(row["framework"], "");
+    assert!(
+        row["notes"].contains("nothing to audit"),
+        "{}",
+        row["notes"]
+    );
+}
