@@ -185,3 +185,30 @@ fn a_log_without_a_framework_figure_says_there_is_nothing_to_audit() {
         row["notes"]
     );
 }
+
+#[test]
+fn a_peak_the_log_announces_wins_and_is_explained() {
+    // torchtitan on Intel Max 1550s: its lookup reads the compute units at run time (448 here, not the
+    // full 512), and the log says what it got: 2.982e+14.
+    let row = audited(
+        "torchtitan__aurora-blendcorpus-llama2-6l-24xmax1550.log",
+        &["--flops-per-token", "9279897600", "--dtype", "bf16"],
+    );
+    assert_eq!(row["framework"], "torchtitan");
+    assert_eq!(number(&row, "peak_logged"), 298.2e12);
+    assert!(
+        row["peak_logged_from"].starts_with("the log says so: 'peak_flops_used_for_computing_mfu'"),
+        "{}",
+        row["peak_logged_from"]
+    );
+    assert_eq!(row["peak_emulated"], "");
+    assert!(
+        row["emulation"].contains("compute units"),
+        "{}",
+        row["emulation"]
+    );
+    near(&row, "peak_factor", 298.2 / 340.8, 1e-12);
+    // Its count is mfu's: the whole gap is the peak.
+    near(&row, "numerator_factor", 1.0, 2e-3);
+    near(&row, "ratio", 298.2 / 340.8, 2e-3);
+}

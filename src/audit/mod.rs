@@ -154,6 +154,8 @@ pub struct Run {
     pub dtype: Option<Dtype>,
     /// `--logged-peak-flops`: the peak the user says the framework used.
     pub logged_peak_flops: Option<f64>,
+    /// The peak the log says the framework used, and where it says so.
+    pub announced_peak: Option<(f64, String)>,
 }
 
 /// The audit of one run.
@@ -288,8 +290,14 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
             .filter_map(|r| Some(positive(r.tflops_logged)? * 1e12 / mfu_logged_of(r)?))
             .collect(),
     );
+    let announced = run
+        .announced_peak
+        .as_ref()
+        .and_then(|(p, origin)| Some((positive(Some(*p))?, origin)));
     (out.peak_logged, out.peak_logged_from) = if let Some(p) = positive(run.logged_peak_flops) {
         (Some(p), Some("--logged-peak-flops".into()))
+    } else if let Some((p, origin)) = announced {
+        (Some(p), Some(format!("the log says so: {origin}")))
     } else if let Some(p) = inferred {
         // Where the framework's lookup gives what its figures imply (to rounding), its exact value.
         match out.peak_emulated.filter(|e| (p / e - 1.0).abs() <= 0.01) {
@@ -313,6 +321,17 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
     } else {
         (None, None)
     };
+    if let (Some((a, _)), Some(e)) = (announced, out.peak_emulated) {
+        if (a / e - 1.0).abs() > 0.001 {
+            out.notes.push(format!(
+                "the log announces a peak of {} TFLOP/s where {}'s lookup gives {} for '{}': the announcement wins (a lookup of another version, a device property, or a name the log does not show)",
+                tf(a),
+                framework.name,
+                tf(e),
+                run.device.as_deref().unwrap_or_default()
+            ));
+        }
+    }
     if let (Some(i), Some(e)) = (inferred, out.peak_emulated) {
         if (i / e - 1.0).abs() > 0.01 {
             out.notes.push(format!(
@@ -403,13 +422,22 @@ fn verdict(framework: &Framework, run: &Run, a: &Audit) -> String {
             let mut s = format!("{name} logged {} MFU", pct(m));
             if let Some(p) = a.peak_logged {
                 s += &format!(" against {} TFLOP/s", tf(p));
-                if let Some(why) = a
+                let announced = a
+                    .peak_logged_from
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with("the log says"));
+                let agrees = a.peak_emulated.is_some_and(|e| (e / p - 1.0).abs() < 0.01);
+                let why = a
                     .emulation
-                    .as_ref()
-                    .filter(|_| a.peak_emulated.is_some_and(|e| (e / p - 1.0).abs() < 0.01))
-                {
-                    let why = why.split_once(": ").map_or(why.as_str(), |(_, w)| w);
-                    s += &format!(" (its lookup: {why})");
+                    .as_deref()
+                    .map(|w| w.split_once(": ").map_or(w, |(_, w)| w));
+                match (why, agrees || a.peak_emulated.is_none(), announced) {
+                    (Some(why), true, true) => {
+                        s += &format!(" (as the log says; its lookup: {why})")
+                    }
+                    (Some(why), true, false) => s += &format!(" (its lookup: {why})"),
+                    (_, _, true) => s += " (as the log says)",
+                    _ => {}
                 }
             }
             if a.impossible_rows > 0 {
@@ -545,6 +573,7 @@ mod tests {
             device: Some("NVIDIA GeForce RTX 5090".into()),
             dtype: Some(Dtype::Bf16),
             logged_peak_flops: None,
+            announced_peak: None,
         };
         let mfu = 1.2e9 * 1e5 / 209.5e12;
         let rows = vec![row(60.0 / 312.0, Some(60.0), 1e5, mfu, 209.5e12, 1.2e9); 3];
@@ -576,6 +605,7 @@ mod tests {
             device: Some("NVIDIA H100 NVL".into()),
             dtype: Some(Dtype::Bf16),
             logged_peak_flops: None,
+            announced_peak: None,
         };
         let rows = vec![
             Row {

@@ -30,10 +30,13 @@ pub enum Field {
     FlopsPerToken,
     SeqLen,
     LoggedMfu,
+    /// The peak FLOP/s the log says its own MFU was computed against (torchtitan's `Peak FLOPS used
+    /// for computing MFU`); `mfu audit` reads it.
+    LoggedPeakFlops,
 }
 
 impl Field {
-    pub const ALL: [Field; 11] = [
+    pub const ALL: [Field; 12] = [
         Field::RunId,
         Field::Step,
         Field::StepTime,
@@ -45,6 +48,7 @@ impl Field {
         Field::FlopsPerToken,
         Field::SeqLen,
         Field::LoggedMfu,
+        Field::LoggedPeakFlops,
     ];
 
     /// The field's name, as `--map` takes it.
@@ -61,6 +65,7 @@ impl Field {
             Field::FlopsPerToken => "flops_per_token",
             Field::SeqLen => "seq_len",
             Field::LoggedMfu => "logged_mfu",
+            Field::LoggedPeakFlops => "logged_peak_flops",
         }
     }
 
@@ -129,6 +134,7 @@ impl Field {
                 "mfu_fwd_bwd",
                 "device/mfu",
             ],
+            Field::LoggedPeakFlops => &["logged_peak_flops"],
         }
     }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use crate::audit::{audit, recognise, Audit, Recognised, Row, Run, Unit};
+use crate::columns::{FactValue, Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
 use crate::summary::{row_keys, GroupBy};
@@ -69,6 +70,7 @@ pub fn audit_runs(
         rows: Vec<Row>,
         device: Option<String>,
         dtype: Option<String>,
+        announced_peak: Option<(f64, String)>,
         sources: Vec<String>,
         notes: Vec<String>,
     }
@@ -114,6 +116,7 @@ pub fn audit_runs(
                     rows: Vec::new(),
                     device: None,
                     dtype: None,
+                    announced_peak: None,
                     sources: Vec::new(),
                     notes: Vec::new(),
                 });
@@ -131,6 +134,15 @@ pub fn audit_runs(
                         ))
                     }
                     _ => {}
+                }
+            }
+            if run.announced_peak.is_none() {
+                if let FieldSource::Fact {
+                    value: FactValue::Number(p),
+                    origin,
+                } = l.enriched.mapping.source(Field::LoggedPeakFlops)
+                {
+                    run.announced_peak = Some((*p, origin.clone()));
                 }
             }
             if run.device.is_none() {
@@ -177,6 +189,7 @@ pub fn audit_runs(
                 device: g.device.clone(),
                 dtype: g.dtype.as_deref().and_then(parse_dtype),
                 logged_peak_flops,
+                announced_peak: g.announced_peak,
             };
             let mut audit = audit(recognised.framework, &figure.join(", "), &run, &g.rows);
             audit.notes.extend(g.notes);

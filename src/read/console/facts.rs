@@ -393,6 +393,15 @@ impl ConfigFacts {
                 format!("tokens a step = {from}"),
             ));
         }
+        if let Some(p) = self.number(Fact::LoggedPeakFlops) {
+            // llm.c prints TFLOP/s (`| peak TFlops | 312.0 |`); the others FLOP/s.
+            let flops = if p < 1e6 { p * 1e12 } else { p };
+            facts.push(RunFact::number(
+                Field::LoggedPeakFlops,
+                flops,
+                self.origin(Fact::LoggedPeakFlops),
+            ));
+        }
         if let Some(d) = self.get(Fact::Device) {
             facts.push(RunFact::text(
                 Field::DeviceName,

@@ -61,6 +61,9 @@ pub enum Fact {
     Tied,
     Untied,
     Device,
+    /// The peak FLOP/s a framework says it computes its MFU against (a TFLOP/s figure under 1e6 is
+    /// taken as TFLOP/s).
+    LoggedPeakFlops,
 }
 
 #[derive(Debug, Deserialize)]
