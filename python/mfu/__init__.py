@@ -44,6 +44,7 @@ __all__ = [
     "read",
     "summary",
     "goodput",
+    "audit",
     "Meter",
     "detect_device",
 ]
@@ -148,6 +149,22 @@ def read(paths: Union[PathLike, Iterable[PathLike]], **options: Any) -> pa.Table
     return reader.read_all()
 
 
+def _per_run(
+    function: Any, data_or_paths: Any, by: Optional[Union[str, Sequence[str]]], **arguments: Any
+) -> pa.Table:
+    """Calls one of the per-run functions of the extension on paths or on Arrow data."""
+    keys = [by] if isinstance(by, str) else list(by or [])
+    if isinstance(data_or_paths, (str, os.PathLike)) or (
+        isinstance(data_or_paths, (list, tuple))
+        and all(isinstance(p, (str, os.PathLike)) for p in data_or_paths)
+    ):
+        reader, messages = function(paths=_paths(data_or_paths), by=keys, **arguments)
+    else:
+        reader, messages = function(data=_stream(data_or_paths), by=keys, **arguments)
+    _warn(messages)
+    return reader.read_all()
+
+
 def summary(
     data_or_paths: Any,
     *,
@@ -159,20 +176,7 @@ def summary(
     time, throughput, per-step percentiles and flags. ``data_or_paths`` is Arrow data (raw rows, or rows
     ``enrich`` already enriched) or paths; ``by`` names the key columns (default: the run_id field, else
     each input); the first ``skip_steps`` steps of each run are left out."""
-    keys = [by] if isinstance(by, str) else list(by or [])
-    if isinstance(data_or_paths, (str, os.PathLike)) or (
-        isinstance(data_or_paths, (list, tuple))
-        and all(isinstance(p, (str, os.PathLike)) for p in data_or_paths)
-    ):
-        reader, messages = _mfu.summary(
-            paths=_paths(data_or_paths), by=keys, skip_steps=skip_steps, options=options
-        )
-    else:
-        reader, messages = _mfu.summary(
-            data=_stream(data_or_paths), by=keys, skip_steps=skip_steps, options=options
-        )
-    _warn(messages)
-    return reader.read_all()
+    return _per_run(_mfu.summary, data_or_paths, by, skip_steps=skip_steps, options=options)
 
 
 def goodput(
@@ -186,13 +190,18 @@ def goodput(
     pauses, recovery and other, goodput, MFU over productive and over elapsed time. ``data_or_paths`` is
     Arrow data or paths, as for ``summary``; no option is required (a run's time needs only its steps and
     wall times). docs/goodput.md has the rules."""
-    keys = [by] if isinstance(by, str) else list(by or [])
-    if isinstance(data_or_paths, (str, os.PathLike)) or (
-        isinstance(data_or_paths, (list, tuple))
-        and all(isinstance(p, (str, os.PathLike)) for p in data_or_paths)
-    ):
-        reader, messages = _mfu.goodput(paths=_paths(data_or_paths), by=keys, options=options)
-    else:
-        reader, messages = _mfu.goodput(data=_stream(data_or_paths), by=keys, options=options)
-    _warn(messages)
-    return reader.read_all()
+    return _per_run(_mfu.goodput, data_or_paths, by, options=options)
+
+
+def audit(
+    data_or_paths: Any,
+    *,
+    by: Optional[Union[str, Sequence[str]]] = None,
+    **options: Any,
+) -> pa.Table:
+    """The MFU or TFLOP/s each run's framework logged beside mfu's, the columns of ``mfu audit``: the
+    framework, the peak it divided by and where that came from, its FLOPs per token, mfu's MFU, peak and
+    count, the ratio, its peak and numerator factors, and a verdict. ``data_or_paths`` is Arrow data or
+    paths, as for ``summary``; no option is required (``logged_peak_flops`` gives the framework's peak
+    where the log does not). docs/audit.md has the frameworks."""
+    return _per_run(_mfu.audit, data_or_paths, by, options=options)

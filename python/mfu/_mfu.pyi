@@ -32,6 +32,13 @@ def goodput(
     options: Optional[Mapping[str, Any]] = None,
 ) -> Tuple[pa.RecordBatchReader, list[str]]: ...
 
+def audit(
+    paths: Optional[Sequence[str]] = None,
+    data: Any = None,
+    by: Sequence[str] = ...,
+    options: Optional[Mapping[str, Any]] = None,
+) -> Tuple[pa.RecordBatchReader, list[str]]: ...
+
 def resolve(
     device: str | Sequence[str] | None,
     dtype: Optional[str],

@@ -627,6 +627,34 @@ fn goodput<'py>(
     table_out(py, batch, warnings)
 }
 
+/// The MFU or TFLOP/s each run's framework logged beside mfu's, over files (`paths`) or Arrow data
+/// (`data`): the columns of `mfu audit`; gives (a RecordBatchReader, warnings).
+#[pyfunction]
+#[pyo3(signature = (paths=None, data=None, by=Vec::new(), options=None))]
+fn audit<'py>(
+    py: Python<'py>,
+    paths: Option<Vec<String>>,
+    data: Option<&Bound<'py, PyAny>>,
+    by: Vec<String>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+    let mut options = options_from(options)?;
+    // A figure is audited without a FLOPs count (the peak half), as on the command line.
+    options.optional_fields = true;
+    let logged_peak_flops = options.logged_peak_flops;
+    let imported = data.map(import_stream).transpose()?;
+    let (batch, warnings) = py
+        .detach(|| -> Result<_, PipelineError> {
+            let (loaded, warnings) = load_runs(paths, imported, options, "audit")?;
+            let (keys, runs) = mfu::pipeline::audit::audit_runs(&loaded, &by, logged_peak_flops)?;
+            let frame =
+                mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
+            Ok((frame_batch(&frame, Default::default())?, warnings))
+        })
+        .map_err(py_error)?;
+    table_out(py, batch, warnings)
+}
+
 /// (canonical device, peak FLOP/s, why it is null, what to do about it), as `resolve` gives them.
 type Resolution = (Option<String>, Option<f64>, Option<String>, Option<String>);
 
@@ -780,6 +808,7 @@ fn _mfu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
     m.add_function(wrap_pyfunction!(goodput, m)?)?;
+    m.add_function(wrap_pyfunction!(audit, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(step_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(flops_per_token, m)?)?;

@@ -187,6 +187,23 @@ def test_calls_from_several_threads_agree():
     assert all(r.equals(results[0]) for r in results)
 
 
+def test_audit_of_a_path_matches_the_cli(mfu_cli):
+    # torchtitan on an RTX 5090 (tests/data/logs: its source; docs/audit.md: the hand audit).
+    log = FIXTURES.parent / "tests" / "data" / "logs" / "torchtitan__qiu023-rtx5090-llama3-150m.log"
+    flags = {"flops_per_token": 1270480896, "dtype": "bf16"}
+    want = json.loads(mfu_cli("audit", str(log), "--flops-per-token", "1270480896", "--dtype", "bf16",
+                              "--format", "json", "--quiet").stdout)[0]
+    got = mfu.audit(log, **flags).to_pylist()[0]
+    assert got["framework"] == "torchtitan"
+    assert got["peak_logged"] == 312e12
+    assert got["peak"] == 209.5e12
+    for key in ("mfu_logged", "mfu", "ratio", "peak_factor", "numerator_factor", "verdict"):
+        assert got[key] == want[key], (key, got[key], want[key])
+    # The user's word for the framework's peak wins.
+    told = mfu.audit(log, logged_peak_flops=400e12, **flags).to_pylist()[0]
+    assert (told["peak_logged"], told["peak_logged_from"]) == (400e12, "--logged-peak-flops")
+
+
 def test_goodput_of_paths_and_of_data_match_the_cli(mfu_cli):
     # A real torchtitan run relaunched six times (tests/data/goodput: its source and a hand reading).
     log = FIXTURES.parent / "tests" / "data" / "goodput" / (

@@ -475,10 +475,10 @@ fn verdict(framework: &Framework, run: &Run, a: &Audit) -> String {
     }
     match (a.flops_per_token, a.flops_per_token_logged, a.numerator_factor) {
         (Some(f), Some(l), Some(k)) if (k - 1.0).abs() > 0.005 => parts.push(format!(
-            "it counts {l:.3e} FLOPs per token where mfu counts {f:.3e} ({k:.2}x; {name} counts {})",
+            "at mfu's token rate its figure makes {l:.3e} FLOPs per token where mfu counts {f:.3e} ({k:.2}x, from its count, its time base or its averaging; {name} counts {})",
             framework.counts
         )),
-        (Some(_), Some(_), Some(_)) => parts.push("its FLOPs per token agree with mfu's".into()),
+        (Some(_), Some(_), Some(_)) => parts.push("at mfu's token rate its figure makes mfu's FLOPs per token".into()),
         (None, _, _) => parts.push("mfu has no FLOPs per token for the model (give --flops-per-token or --model-config)".into()),
         _ => {}
     }
