@@ -212,3 +212,50 @@ fn a_peak_the_log_announces_wins_and_is_explained() {
     near(&row, "numerator_factor", 1.0, 2e-3);
     near(&row, "ratio", 298.2 / 340.8, 2e-3);
 }
+
+#[test]
+fn a_logged_mfu_no_framework_names_is_audited_against_the_users_peak() {
+    // A table with an `mfu` column (a fraction) and nothing that names its framework: the column mfu
+    // enrich reads as the log's MFU, against the peak the user gives.
+    let wd = Workdir::new("audit_unknown");
+    let mut csv = String::from("step,step_time_s,tokens,mfu\n");
+    for step in 1..=4 {
+        // 8,000 tokens a second at 1e9 FLOPs a token on one H100 SXM (989.4 TF/s): 0.8086%; the
+        // framework said 1.6%, the same count against 500 TF/s.
+        csv.push_str(&format!("{step},1.0,8000,0.016\n"));
+    }
+    let table = wd.create("metrics.csv", csv);
+    let run = |flags: &[&str]| {
+        let out = wd
+            .mfu()
+            .args([
+                "audit", "--quiet", "--format", "csv", "--device", "H100 SXM", "--dtype", "bf16",
+            ])
+            .args(["--num-devices", "1", "--flops-per-token", "1e9"])
+            .args(flags)
+            .arg(&table)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        csv_rows(&String::from_utf8(out.stdout).unwrap()).remove(0)
+    };
+    let row = run(&[]);
+    assert_eq!(row["framework"], "an unknown framework");
+    assert_eq!(row["figure"], "mfu");
+    assert_eq!(number(&row, "mfu_logged"), 0.016);
+    assert_eq!(row["peak_logged"], "");
+    assert!(
+        row["notes"].contains("--logged-peak-flops"),
+        "{}",
+        row["notes"]
+    );
+    let row = run(&["--logged-peak-flops", "500e12"]);
+    assert_eq!(number(&row, "peak_logged"), 500e12);
+    near(&row, "peak_factor", 500.0 / 989.4, 1e-12);
+    near(&row, "numerator_factor", 1.0, 1e-9);
+    near(&row, "ratio", 500.0 / 989.4, 1e-9);
+}

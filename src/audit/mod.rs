@@ -61,6 +61,25 @@ pub fn frameworks() -> &'static [Framework] {
     })
 }
 
+/// The framework of a log whose MFU column no known framework writes: its figure is the column `mfu
+/// enrich` reads as the log's own MFU, its peak what `--logged-peak-flops` says.
+pub fn unknown() -> &'static Framework {
+    static UNKNOWN: OnceLock<Framework> = OnceLock::new();
+    UNKNOWN.get_or_init(|| Framework {
+        name: "an unknown framework".into(),
+        shapes: Vec::new(),
+        keys: Vec::new(),
+        mfu: Vec::new(),
+        mfu_unit: Some(Unit::Fraction),
+        tflops: Vec::new(),
+        lookup: None,
+        convention: None,
+        counts:
+            "a count the log does not name (mfu enrich --logged-convention re-bases a known one)"
+                .into(),
+    })
+}
+
 /// A column name as `frameworks.toml` writes names (the console reader's normal form).
 fn normal(name: &str) -> String {
     crate::read::console::vocabulary::normalise(name)
@@ -380,6 +399,12 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
         (None, Some(t), _, Some(p)) => Some(t * 1e12 / p),
         _ => None,
     };
+    if out.peak_logged.is_none() && out.mfu_logged.is_some() && framework.lookup.is_none() {
+        out.notes.push(
+            "the peak the logged MFU divides by is not known: give it with --logged-peak-flops"
+                .into(),
+        );
+    }
     if let (None, Some(m), Some(f)) = (out.peak_logged, out.mfu_logged, out.flops_per_token) {
         let implied = median(
             logged

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use crate::audit::{audit, recognise, Audit, Recognised, Row, Run, Unit};
+use crate::audit::{audit, recognise, unknown, Audit, Recognised, Row, Run, Unit};
 use crate::columns::{FactValue, Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
@@ -80,7 +80,24 @@ pub fn audit_runs(
         let df = &l.enriched.frame;
         let v = &l.enriched.values;
         let columns: Vec<&str> = df.get_column_names().iter().map(|c| c.as_str()).collect();
-        let recognised = recognise(Some(l.shape.name()), &columns);
+        // No framework named: the column enrich reads as the log's own MFU, as a fraction, if any.
+        let fallback = match l.enriched.mapping.source(Field::LoggedMfu) {
+            FieldSource::Column { name, .. } => Some(name.clone()),
+            _ => None,
+        };
+        let recognised = recognise(Some(l.shape.name()), &columns).or_else(|| {
+            fallback.as_ref().map(|name| Recognised {
+                framework: unknown(),
+                mfu_column: Some(name.clone()),
+                tflops_column: None,
+                by: format!(
+                    "no framework named; '{name}' is the log's own MFU, as mfu enrich reads it"
+                ),
+            })
+        });
+        let unnamed = recognised
+            .as_ref()
+            .is_some_and(|r| std::ptr::eq(r.framework, unknown()));
         let keys = match &group {
             GroupBy::File => vec![vec![Some(display.clone())]; df.height()],
             group => row_keys(df, display, group).map_err(combine)?,
@@ -100,8 +117,11 @@ pub fn audit_runs(
         let percent = recognised
             .as_ref()
             .is_some_and(|r| r.framework.mfu_unit == Some(Unit::Percent));
-        let logged =
-            column(recognised.as_ref().and_then(|r| r.mfu_column.as_ref())).map_err(combine)?;
+        let logged = if unnamed {
+            (0..df.height()).map(|r| v.logged_mfu.get(r)).collect()
+        } else {
+            column(recognised.as_ref().and_then(|r| r.mfu_column.as_ref())).map_err(combine)?
+        };
         let tflops =
             column(recognised.as_ref().and_then(|r| r.tflops_column.as_ref())).map_err(combine)?;
         let mfu = column(Some(&MFU_WALL_CLOCK.to_string())).map_err(combine)?;
