@@ -55,6 +55,11 @@ pub struct RunSummary {
     pub mfu_wall_clock_p90: Option<f64>,
     pub peak_flops_per_device: Option<f64>,
     pub flags: Vec<String>,
+    /// The framework whose own MFU or TFLOP/s the log holds, that figure's median MFU (a fraction), and
+    /// the audit's verdict on it (`mfu audit`); `None` where the log holds no such figure.
+    pub framework: Option<String>,
+    pub mfu_logged: Option<f64>,
+    pub audit: Option<String>,
 }
 
 #[derive(Default)]
@@ -296,6 +301,10 @@ fn finish(acc: Accumulator) -> RunSummary {
         mfu_wall_clock_p90: quantile(&mfus, 0.9),
         peak_flops_per_device: (acc.peaks.len() == 1).then(|| acc.peaks[0]),
         flags,
+        // Filled by the pipeline, which audits the runs' own figures.
+        framework: None,
+        mfu_logged: None,
+        audit: None,
     }
 }
 
@@ -340,7 +349,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Column names of the machine formats, after the key columns.
-pub const SUMMARY_COLUMNS: [&str; 16] = [
+pub const SUMMARY_COLUMNS: [&str; 19] = [
     "device",
     "dtype",
     "num_devices",
@@ -357,6 +366,9 @@ pub const SUMMARY_COLUMNS: [&str; 16] = [
     "mfu_wall_clock_p90",
     "peak_flops_per_device",
     "flags",
+    "framework",
+    "mfu_logged",
+    "audit",
 ];
 
 /// The summaries as a frame: the key columns (named `key_names`), then [`SUMMARY_COLUMNS`].
@@ -412,6 +424,15 @@ pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataF
     columns.push(Column::new(
         "flags".into(),
         runs.iter().map(|r| r.flags.join(";")).collect::<Vec<_>>(),
+    ));
+    columns.push(Column::new(
+        "framework".into(),
+        runs.iter().map(|r| r.framework.clone()).collect::<Vec<_>>(),
+    ));
+    columns.push(f("mfu_logged", &|r| r.mfu_logged));
+    columns.push(Column::new(
+        "audit".into(),
+        runs.iter().map(|r| r.audit.clone()).collect::<Vec<_>>(),
     ));
     DataFrame::new(runs.len(), columns)
 }

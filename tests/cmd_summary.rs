@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::util::OkStdout;
-use crate::util::{fixtures, Workdir};
+use crate::util::{csv_rows, fixtures, Workdir};
 
 const H100: f64 = 989.4e12;
 
@@ -117,7 +117,7 @@ fn csv_table_and_enriched_input_agree() {
     let header = text.lines().next().unwrap();
     assert_eq!(
         header,
-        "run_id,device,dtype,num_devices,steps,first_step,last_step,tokens,step_time_total_s,tokens_per_second,mfu_wall_clock,mfu_fwd_bwd,mfu_wall_clock_p10,mfu_wall_clock_p50,mfu_wall_clock_p90,peak_flops_per_device,flags"
+        "run_id,device,dtype,num_devices,steps,first_step,last_step,tokens,step_time_total_s,tokens_per_second,mfu_wall_clock,mfu_fwd_bwd,mfu_wall_clock_p10,mfu_wall_clock_p50,mfu_wall_clock_p90,peak_flops_per_device,flags,framework,mfu_logged,audit"
     );
     assert_eq!(
         from_raw, from_enriched,
@@ -247,4 +247,46 @@ fn rows_logged_every_k_steps_count_for_k_steps() {
     assert_eq!(run["tokens"], 30_000);
     assert!(close(&run["step_time_total_s"], 60.0), "{run}");
     assert!(close(&run["tokens_per_second"], 500.0));
+}
+
+#[test]
+fn a_run_with_its_frameworks_own_mfu_gets_the_audit_of_it() {
+    // torchtitan on an RTX 5090 (tests/data/logs; docs/audit.md has the hand audit).
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs/torchtitan__qiu023-rtx5090-llama3-150m.log");
+    let wd = Workdir::new("summary_audit");
+    let out = wd
+        .mfu()
+        .args(["summary", "--quiet", "--format", "csv", "--dtype", "bf16"])
+        .args(["--flops-per-token", "1270480896"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows[0]["framework"], "torchtitan");
+    assert_eq!(rows[0]["mfu_logged"], "0.15505");
+    assert!(
+        rows[0]["audit"].contains("2.78x the logged figure"),
+        "{}",
+        rows[0]["audit"]
+    );
+    // The table says it under the runs.
+    let out = wd
+        .mfu()
+        .args(["summary", "--quiet", "--format", "table", "--dtype", "bf16"])
+        .args(["--flops-per-token", "1270480896"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("logged MFU %") && text.contains("15.5 (torchtitan)"),
+        "{text}"
+    );
+    assert!(text.contains("\naudit of "), "{text}");
 }

@@ -281,10 +281,33 @@ fn a_relaunched_run_shows_where_its_time_went() {
             "{bucket}: {run}"
         );
     }
+    // torchtitan's own 30% MFU (its lines' `mfu: 30.00%`), audited beside mfu's.
+    let summary = &data["summary"]["rows"][0];
+    assert_eq!(summary["framework"], "torchtitan");
+    assert_eq!(summary["mfu_logged"], 0.3);
+    let audit = summary["audit"].as_str().unwrap();
+    assert!(audit.starts_with("torchtitan logged 30.00% MFU"), "{audit}");
     let Some(seen) = in_browser(&page, &[]) else {
         return;
     };
     assert_eq!(seen["exceptions"], Value::Array(vec![]), "{seen}");
+    let audits = seen["audits"].as_array().unwrap();
+    assert_eq!(audits.len(), 1, "{seen}");
+    assert!(
+        audits[0]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("train.log: {audit}")),
+        "{seen}"
+    );
+    assert!(
+        seen["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "logged MFU %"),
+        "{seen}"
+    );
     // The relaunch is marked on the MFU chart, at step 101.
     assert_eq!(
         data["goodput"]["rows"][0]["attempt_steps"],

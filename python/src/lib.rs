@@ -587,11 +587,12 @@ fn summary<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
     let options = options_from(options)?;
+    let logged_peak_flops = options.logged_peak_flops;
     let imported = data.map(import_stream).transpose()?;
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
             let (loaded, warnings) = load_runs(paths, imported, options, "summary")?;
-            let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64)?;
+            let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64, logged_peak_flops)?;
             let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
             Ok((frame_batch(&frame, Default::default())?, warnings))
         })

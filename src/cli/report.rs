@@ -73,7 +73,12 @@ pub fn run(args: &ReportPageArgs) -> anyhow::Result<ExitCode> {
         bail!("nothing to report: no input could be read");
     }
     let by: Vec<String> = args.by.iter().cloned().collect();
-    let (key_names, runs) = summarize_runs(&loaded, &by, args.skip_steps as f64)?;
+    let (key_names, runs) = summarize_runs(
+        &loaded,
+        &by,
+        args.skip_steps as f64,
+        args.source.logged_peak_flops,
+    )?;
     // Where each run's time went, its runs keyed as the summary's.
     let (_, goodput) = goodput_runs(&loaded, &by)?;
     let goodput: Vec<_> = goodput.into_iter().map(|r| (r.keys, r.goodput)).collect();

@@ -69,7 +69,12 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
         bail!("no input could be read");
     }
 
-    let (key_names, runs) = summarize_runs(&loaded, &args.by, args.skip_steps as f64)?;
+    let (key_names, runs) = summarize_runs(
+        &loaded,
+        &args.by,
+        args.skip_steps as f64,
+        args.source.logged_peak_flops,
+    )?;
 
     let format = RunsFormat::chosen(args.format, output.as_deref());
     let metadata = vec![(
@@ -120,6 +125,11 @@ fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
         "peak TFLOP/s",
         "flags",
     ]);
+    // The framework's own figure, where any run's log holds one (`mfu audit`).
+    let audited = runs.iter().any(|r| r.framework.is_some());
+    if audited {
+        header.push("logged MFU %");
+    }
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
@@ -143,10 +153,28 @@ fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
                 r.peak_flops_per_device.map_or("-".into(), tflops_text),
                 r.flags.join("; "),
             ]);
+            if audited {
+                row.push(match (&r.framework, r.mfu_logged) {
+                    (Some(f), m) => format!("{} ({f})", pct(m)),
+                    (None, _) => "-".into(),
+                });
+            }
             row
         })
         .collect();
-    aligned_table(&header, &rows)
+    let mut text = aligned_table(&header, &rows);
+    // The audit of each run with a framework figure, a paragraph a run under the table.
+    for r in runs {
+        if let Some(verdict) = &r.audit {
+            let keys: Vec<String> = r
+                .keys
+                .iter()
+                .map(|k| k.clone().unwrap_or_default())
+                .collect();
+            text.push_str(&format!("\naudit of {}: {verdict}\n", keys.join(" ")));
+        }
+    }
+    text
 }
 
 fn json_text(keys: &[String], runs: &[RunSummary]) -> anyhow::Result<String> {
@@ -170,6 +198,7 @@ fn json_text(keys: &[String], runs: &[RunSummary]) -> anyhow::Result<String> {
                 "mfu_wall_clock_p10": r.mfu_wall_clock_p10, "mfu_wall_clock_p50": r.mfu_wall_clock_p50,
                 "mfu_wall_clock_p90": r.mfu_wall_clock_p90,
                 "peak_flops_per_device": r.peak_flops_per_device, "flags": r.flags.join(";"),
+                "framework": r.framework, "mfu_logged": r.mfu_logged, "audit": r.audit,
             });
             for name in mfu::summary::SUMMARY_COLUMNS {
                 o.insert(name.to_string(), fields[name].clone());

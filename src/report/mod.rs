@@ -309,6 +309,9 @@ fn summary_json(key_names: &[String], runs: &[RunSummary]) -> Value {
                 "mfu_wall_clock_p90": r.mfu_wall_clock_p90,
                 "peak_flops_per_device": r.peak_flops_per_device,
                 "flags": r.flags,
+                "framework": r.framework,
+                "mfu_logged": r.mfu_logged,
+                "audit": r.audit,
             })
         })
         .collect();
@@ -526,7 +529,7 @@ fn page(title: &str, data: &Value) -> String {
 <body>
 <header id="header"><h1>{title}</h1><p id="meta"></p></header>
 <main>
-<section id="summary-section"><h2>Runs</h2><table id="summary"></table></section>
+<section id="summary-section"><h2>Runs</h2><table id="summary"></table><div id="audits"></div></section>
 <section id="goodput-section"><h2>Where the time went</h2>
 <p class="hint">Each run's elapsed time, from its first step's start to its last step's end, in buckets (<code>mfu goodput</code>, docs/goodput.md): productive steps, steps a later attempt ran again, start-up, pauses between steps, recovery between attempts, other.</p>
 <div id="goodput"></div></section>

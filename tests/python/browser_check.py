@@ -6,7 +6,7 @@ Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe
 a port and no package beyond Python's own is needed. It reports: console messages and uncaught
 exceptions, every request the page made other than loading itself, the milliseconds from navigation to
 the page's script having drawn everything (`data-ready`), the series drawn (`data-series`), the canvases,
-the summary table's header and rows as text, each goodput bar's label, the relaunches marked on the MFU chart, and, with --sort-column, the rows after a real mouse click
+the summary table's header and rows as text, each goodput bar's label, the relaunches marked on the MFU chart, the audits of the frameworks' own MFU, and, with --sort-column, the rows after a real mouse click
 on that column's header (twice: ascending, then descending).
 """
 
@@ -165,6 +165,7 @@ def main():
             "warnings": evaluate("Array.from(document.querySelectorAll('#devices .warning')).map(p => p.textContent)"),
             "goodput": evaluate("Array.from(document.querySelectorAll('#goodput .goodput-bar')).map(b => b.getAttribute('aria-label'))"),
             "relaunches": evaluate("document.getElementById('chart-mfu').getAttribute('data-relaunches')"),
+            "audits": evaluate("Array.from(document.querySelectorAll('#audits p')).map(p => p.textContent)"),
         }
         if args.sort_column is not None:
             sorted_rows = []

@@ -98,6 +98,20 @@
     { title: "peak TFLOP/s", value: function (r) { return r.peak_flops_per_device; }, text: function (r) { return tflops(r.peak_flops_per_device); }, numeric: true },
     { title: "flags", value: function (r) { return r.flags.join("; "); }, text: function (r) { return r.flags.join("; "); } }
   ]);
+  // The framework's own MFU, where a run's log holds one (`mfu audit`), and the audit of it below.
+  var audited = data.summary.rows.filter(function (r) { return r.audit; });
+  if (audited.length) {
+    columns.push({ title: "logged MFU %", value: function (r) { return r.mfu_logged; }, text: function (r) { return r.framework ? pct(r.mfu_logged) + " (" + r.framework + ")" : "-"; }, numeric: true });
+    var audits = document.getElementById("audits");
+    audits.appendChild(el("h3", {}, "What the frameworks logged"));
+    audited.forEach(function (r) {
+      var name = r.keys.map(function (k) { return k === null ? "-" : k; }).join(" ");
+      var p = el("p", { "class": "audit" });
+      p.appendChild(el("strong", {}, name + ": "));
+      p.appendChild(document.createTextNode(r.audit));
+      audits.appendChild(p);
+    });
+  }
   var table = document.getElementById("summary");
   var rows = data.summary.rows.slice();
   var sortState = { column: -1, descending: false };
