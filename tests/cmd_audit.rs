@@ -259,3 +259,77 @@ fn a_logged_mfu_no_framework_names_is_audited_against_the_users_peak() {
     near(&row, "numerator_factor", 1.0, 1e-9);
     near(&row, "ratio", 500.0 / 989.4, 1e-9);
 }
+
+#[test]
+fn megatron_halves_the_causal_attention_and_nanotron_rounds_its_tflops() {
+    // Llama 3.2 1B at 8,192 tokens a sequence on 40 GH200s: Megatron-LM's 92.5 TFLOP/s make 9.03e9
+    // FLOPs a token where mfu counts 1.0636e10: the other half of the core attention.
+    let row = audited(
+        "megatron-lm__gh200-llama3-1b.log",
+        &[
+            "--device",
+            "NVIDIA_GH200_120GB",
+            "--num-devices",
+            "40",
+            "--tokens-per-step",
+            "655360",
+            "--dtype",
+            "bf16",
+            "--flops-per-token",
+            "10635706368",
+        ],
+    );
+    assert_eq!(row["framework"], "Megatron-LM");
+    near(&row, "numerator_factor", 1.178, 2e-3);
+    near(&row, "peak", 989.4e12, 1e-12);
+    // nanotron prints three significant digits: its 0.0101 TFLOP/s at 58.7K tokens/s agree with mfu's
+    // count to that.
+    let row = audited(
+        "nanotron__david-share-tinyllama-h100.log",
+        &["--device", "NVIDIA_H100_80GB_HBM3"],
+    );
+    assert_eq!(row["framework"], "nanotron");
+    near(&row, "numerator_factor", 1.0, 0.01);
+}
+
+#[test]
+fn per_row_the_logged_figure_stands_beside_mfus() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs/torchtitan__qiu023-rtx5090-llama3-150m.log");
+    let wd = Workdir::new("audit_rows");
+    let out = wd
+        .mfu()
+        .args([
+            "audit",
+            "--quiet",
+            "--per-row",
+            "--format",
+            "csv",
+            "--dtype",
+            "bf16",
+        ])
+        .args(["--flops-per-token", "1270480896"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(rows.len(), 102);
+    // Step 100: `tps: 70,848  tflops: 48.15  mfu: 15.43%` (docs/audit.md works it by hand).
+    let row = rows.iter().find(|r| r["step"] == "100.0").unwrap();
+    near(row, "mfu_logged", 0.1543, 1e-12);
+    near(row, "tflops_logged", 48.15, 1e-12);
+    near(row, "flops_per_token_logged", 48.15e12 / 70848.0, 1e-9);
+    near(row, "mfu", 1270480896.0 * 70848.0 / 209.5e12, 1e-9);
+    near(
+        row,
+        "ratio",
+        1270480896.0 * 70848.0 / 209.5e12 / 0.1543,
+        1e-9,
+    );
+    assert_eq!(number(row, "peak_logged"), 312e12);
+}

@@ -647,7 +647,8 @@ fn audit<'py>(
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
             let (loaded, warnings) = load_runs(paths, imported, options, "audit")?;
-            let (keys, runs) = mfu::pipeline::audit::audit_runs(&loaded, &by, logged_peak_flops)?;
+            let (keys, runs) =
+                mfu::pipeline::audit::audit_runs(&loaded, &by, logged_peak_flops, false)?;
             let frame =
                 mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
             Ok((frame_batch(&frame, Default::default())?, warnings))

@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 
-use mfu::pipeline::audit::{audit_runs, notes_of, to_frame, RunAudit, AUDIT_COLUMNS};
+use mfu::pipeline::audit::{
+    audit_runs, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit, AUDIT_COLUMNS,
+};
 use mfu::write::write_to;
+use mfu::write::OutputFormat;
 
 use super::source::{load_reported, remote_output, SourceArgs};
 use super::{aligned_table, write_text, RunsFormat};
@@ -28,6 +31,7 @@ use super::{aligned_table, write_text, RunsFormat};
 ///
 /// Examples:
 ///   mfu audit train.log --flops-per-token 1.27e9 --dtype bf16
+///   mfu audit train.log --flops-per-token 1.27e9 --dtype bf16 --per-row --format csv -o rows.csv
 ///   mfu audit runs/ --format json
 ///   mfu audit nanogpt.log --device "RTX 4070 Ti SUPER" --dtype bf16 --flops-per-token 2.2e7 --format csv
 #[derive(Debug, Args)]
@@ -40,6 +44,11 @@ pub struct AuditArgs {
     /// run_id field, else each input is one run.
     #[arg(long = "by", value_name = "KEY")]
     pub by: Vec<String>,
+
+    /// One row per logged row instead of per run: its step, the framework's MFU and TFLOP/s, the FLOPs
+    /// per token they make at mfu's token rate, mfu's MFU and count, and the ratio.
+    #[arg(long)]
+    pub per_row: bool,
 
     /// Output format; default: table on a terminal (the verdict of each run), csv otherwise.
     #[arg(long, value_enum)]
@@ -72,24 +81,51 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     if loaded.is_empty() {
         bail!("no input could be read");
     }
-    let (key_names, runs) = audit_runs(&loaded, &args.by, args.source.logged_peak_flops)?;
+    let (key_names, runs) = audit_runs(
+        &loaded,
+        &args.by,
+        args.source.logged_peak_flops,
+        args.per_row,
+    )?;
     let format = RunsFormat::chosen(args.format, output.as_deref());
     let metadata = vec![(
         "mfu.version".to_string(),
         env!("CARGO_PKG_VERSION").to_string(),
     )];
-    match format.table_format() {
-        None => {
-            let text = if format == RunsFormat::Table {
-                table_text(&key_names, &runs)
-            } else {
-                json_text(&key_names, &runs)?
-            };
-            write_text(output.as_deref(), &text, force)?;
+    if args.per_row {
+        let rows = audited_rows(&runs);
+        let mut df = rows_frame(&key_names, &rows)?;
+        match format {
+            RunsFormat::Table => {
+                write_text(output.as_deref(), &rows_text(&key_names, &rows), force)?
+            }
+            // JSON a row a line, as `mfu enrich` writes rows.
+            RunsFormat::Json => write_to(
+                output.as_deref(),
+                OutputFormat::Jsonl,
+                &mut df,
+                &metadata,
+                force,
+            )?,
+            RunsFormat::Csv | RunsFormat::Parquet => {
+                let table = format.table_format().expect("a table format");
+                write_to(output.as_deref(), table, &mut df, &metadata, force)?
+            }
         }
-        Some(table) => {
-            let mut df = to_frame(&key_names, &runs)?;
-            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
+    } else {
+        match format.table_format() {
+            None => {
+                let text = if format == RunsFormat::Table {
+                    table_text(&key_names, &runs)
+                } else {
+                    json_text(&key_names, &runs)?
+                };
+                write_text(output.as_deref(), &text, force)?;
+            }
+            Some(table) => {
+                let mut df = to_frame(&key_names, &runs)?;
+                write_to(output.as_deref(), table, &mut df, &metadata, force)?;
+            }
         }
     }
     if let Some((remote, local, _folder)) = remote {
@@ -148,6 +184,46 @@ fn table_text(keys: &[String], runs: &[RunAudit]) -> String {
         })
         .collect();
     aligned_table(&header, &rows)
+}
+
+/// The per-row audit for reading: MFU in percent, counts and peaks to four significant digits.
+fn rows_text(keys: &[String], rows: &[AuditedRow]) -> String {
+    let mut header: Vec<&str> = keys.iter().map(String::as_str).collect();
+    header.extend([
+        "step",
+        "framework",
+        "logged MFU %",
+        "logged TFLOP/s",
+        "logged peak",
+        "logged FLOPs/token",
+        "mfu MFU %",
+        "mfu FLOPs/token",
+        "ratio",
+    ]);
+    let sci = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.4e}"));
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row: Vec<String> = r
+                .keys
+                .iter()
+                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
+                .collect();
+            row.extend([
+                r.step.map_or("-".into(), |s| format!("{s}")),
+                r.framework.clone(),
+                pct(r.mfu_logged),
+                r.tflops_logged.map_or("-".into(), |t| format!("{t}")),
+                sci(r.peak_logged),
+                sci(r.flops_per_token_logged),
+                pct(r.mfu),
+                sci(r.flops_per_token),
+                times(r.ratio),
+            ]);
+            row
+        })
+        .collect();
+    aligned_table(&header, &cells)
 }
 
 fn json_text(keys: &[String], runs: &[RunAudit]) -> anyhow::Result<String> {

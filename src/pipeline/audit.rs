@@ -51,15 +51,114 @@ pub struct RunAudit {
     pub device: Option<String>,
     pub notes: Vec<String>,
     pub sources: Vec<String>,
+    /// The run's rows, each with its step, as the audit read them.
+    pub rows: Vec<(Option<f64>, Row)>,
+}
+
+/// The columns of the per-row audit (`mfu audit --rows`), after the key columns.
+pub const AUDIT_ROW_COLUMNS: [&str; 9] = [
+    "step",
+    "framework",
+    "mfu_logged",
+    "tflops_logged",
+    "peak_logged",
+    "flops_per_token_logged",
+    "mfu",
+    "flops_per_token",
+    "ratio",
+];
+
+/// One logged row of a run beside mfu's (`mfu audit --rows`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditedRow {
+    pub keys: Vec<Option<String>>,
+    pub step: Option<f64>,
+    pub framework: String,
+    pub mfu_logged: Option<f64>,
+    pub tflops_logged: Option<f64>,
+    pub peak_logged: Option<f64>,
+    /// Its TFLOP/s over its token rate, else its MFU times the run's logged peak over that rate.
+    pub flops_per_token_logged: Option<f64>,
+    pub mfu: Option<f64>,
+    pub flops_per_token: Option<f64>,
+    pub ratio: Option<f64>,
+}
+
+/// The logged rows of the runs (kept by [`audit_runs`] with `keep_rows`) that have a framework figure.
+pub fn audited_rows(runs: &[RunAudit]) -> Vec<AuditedRow> {
+    let positive = |v: Option<f64>| v.filter(|v| v.is_finite() && *v > 0.0);
+    let mut out = Vec::new();
+    for run in runs {
+        let Some(a) = &run.audit else { continue };
+        for (step, r) in &run.rows {
+            if r.mfu_logged.is_none() && r.tflops_logged.is_none() {
+                continue;
+            }
+            let rate = positive(r.tokens_per_second_per_device);
+            let fpt_logged = match (
+                positive(r.tflops_logged),
+                positive(r.mfu_logged),
+                a.peak_logged,
+            ) {
+                (Some(t), _, _) => rate.map(|rate| t * 1e12 / rate),
+                (None, Some(m), Some(p)) => rate.map(|rate| m * p / rate),
+                _ => None,
+            };
+            out.push(AuditedRow {
+                keys: run.keys.clone(),
+                step: *step,
+                framework: a.framework.clone(),
+                mfu_logged: r.mfu_logged,
+                tflops_logged: r.tflops_logged,
+                peak_logged: a.peak_logged,
+                flops_per_token_logged: fpt_logged,
+                mfu: r.mfu,
+                flops_per_token: r.flops_per_token,
+                ratio: positive(r.mfu)
+                    .zip(positive(r.mfu_logged))
+                    .map(|(m, l)| m / l),
+            });
+        }
+    }
+    out
+}
+
+/// [`audited_rows`] as a frame: the key columns (named `key_names`), then [`AUDIT_ROW_COLUMNS`].
+pub fn rows_frame(key_names: &[String], rows: &[AuditedRow]) -> PolarsResult<DataFrame> {
+    let mut columns: Vec<Column> = (0..key_names.len())
+        .map(|k| {
+            let values: Vec<Option<String>> = rows.iter().map(|r| r.keys[k].clone()).collect();
+            Column::new(key_names[k].as_str().into(), values)
+        })
+        .collect();
+    let number = |name: &str, f: &dyn Fn(&AuditedRow) -> Option<f64>| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<_>>())
+    };
+    columns.extend([
+        number("step", &|r| r.step),
+        Column::new(
+            "framework".into(),
+            rows.iter().map(|r| r.framework.clone()).collect::<Vec<_>>(),
+        ),
+        number("mfu_logged", &|r| r.mfu_logged),
+        number("tflops_logged", &|r| r.tflops_logged),
+        number("peak_logged", &|r| r.peak_logged),
+        number("flops_per_token_logged", &|r| r.flops_per_token_logged),
+        number("mfu", &|r| r.mfu),
+        number("flops_per_token", &|r| r.flops_per_token),
+        number("ratio", &|r| r.ratio),
+    ]);
+    DataFrame::new(rows.len(), columns)
 }
 
 /// The audit of every run over `loaded` (each input with its display name): the key column names and
 /// the runs in order of first appearance, keyed as `mfu summary` keys them. `logged_peak_flops` is the
-/// user's word for the peak the framework used.
+/// user's word for the peak the framework used; `keep_rows` keeps each run's rows for [`rows_frame`].
 pub fn audit_runs(
     loaded: &[(String, Loaded)],
     by: &[String],
     logged_peak_flops: Option<f64>,
+    keep_rows: bool,
 ) -> Result<(Vec<String>, Vec<RunAudit>), PipelineError> {
     let (key_names, groups) = run_groups(loaded, by)?;
     let combine = PipelineError::Combine;
@@ -67,7 +166,7 @@ pub fn audit_runs(
     struct Gathered {
         keys: Vec<Option<String>>,
         recognised: Option<Recognised>,
-        rows: Vec<Row>,
+        rows: Vec<(Option<f64>, Row)>,
         device: Option<String>,
         dtype: Option<String>,
         announced_peak: Option<(f64, String)>,
@@ -171,15 +270,23 @@ pub fn audit_runs(
             if run.dtype.is_none() {
                 run.dtype = v.dtype.get(row).map(str::to_string);
             }
+            // Only an input with a framework figure has rows to audit.
+            if recognised.is_none() {
+                continue;
+            }
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
-            run.rows.push(Row {
-                mfu_logged: logged[row].map(|m| if percent { m / 100.0 } else { m }),
-                tflops_logged: tflops[row],
-                tokens_per_second_per_device: rate[row].zip(devices).map(|(r, n)| r / n),
-                mfu: mfu[row],
-                peak: peak[row],
-                flops_per_token: v.flops_per_token.get(row),
-            });
+            let step = v.steps.get(row).copied().flatten();
+            run.rows.push((
+                step,
+                Row {
+                    mfu_logged: logged[row].map(|m| if percent { m / 100.0 } else { m }),
+                    tflops_logged: tflops[row],
+                    tokens_per_second_per_device: rate[row].zip(devices).map(|(r, n)| r / n),
+                    mfu: mfu[row],
+                    peak: peak[row],
+                    flops_per_token: v.flops_per_token.get(row),
+                },
+            ));
         }
     }
     let audited = runs
@@ -198,6 +305,7 @@ pub fn audit_runs(
                     device: g.device,
                     notes,
                     sources: g.sources,
+                    rows: Vec::new(),
                 };
             };
             let figure: Vec<&str> = [&recognised.mfu_column, &recognised.tflops_column]
@@ -211,7 +319,8 @@ pub fn audit_runs(
                 logged_peak_flops,
                 announced_peak: g.announced_peak,
             };
-            let mut audit = audit(recognised.framework, &figure.join(", "), &run, &g.rows);
+            let rows: Vec<Row> = g.rows.iter().map(|(_, r)| *r).collect();
+            let mut audit = audit(recognised.framework, &figure.join(", "), &run, &rows);
             audit.notes.extend(g.notes);
             RunAudit {
                 keys: g.keys,
@@ -220,6 +329,7 @@ pub fn audit_runs(
                 device: g.device,
                 notes: Vec::new(),
                 sources: g.sources,
+                rows: if keep_rows { g.rows } else { Vec::new() },
             }
         })
         .collect();

@@ -35,7 +35,7 @@ pub fn summarize_runs(
         .collect();
     let mut runs = summarize(&inputs, skip_steps).map_err(PipelineError::Combine)?;
     // Each run's framework figure, beside mfu's (`mfu audit`, over all of the run's rows).
-    let (_, audits) = super::audit::audit_runs(loaded, by, logged_peak_flops)?;
+    let (_, audits) = super::audit::audit_runs(loaded, by, logged_peak_flops, false)?;
     let audits: std::collections::HashMap<_, _> = audits
         .into_iter()
         .filter_map(|a| Some((a.keys, a.audit?)))
