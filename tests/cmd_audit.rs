@@ -333,3 +333,53 @@ fn per_row_the_logged_figure_stands_beside_mfus() {
     );
     assert_eq!(number(row, "peak_logged"), 312e12);
 }
+
+#[test]
+fn mfus_own_callbacks_agree_with_mfu() {
+    // What mfu.Meter logs (prefix perf/), read back: the same peak, the same count, ratio 1.
+    let wd = Workdir::new("audit_own");
+    let mut csv = String::from(
+        "step,perf/step_s,perf/tokens,perf/flops_per_token,perf/num_devices,perf/mfu_wall_clock,device,dtype\n",
+    );
+    for step in 1..=5 {
+        // 8,000 tokens in 1 s at 1e9 FLOPs a token on one H100 SXM: 8e12 / 989.4e12.
+        csv.push_str(&format!(
+            "{step},1.0,8000,1e9,1,{},NVIDIA H100 80GB HBM3,bf16\n",
+            8e12 / 989.4e12
+        ));
+    }
+    let table = wd.create("meter.csv", csv);
+    let out = wd
+        .mfu()
+        .args(["audit", "--quiet", "--format", "csv"])
+        .args([
+            "--map",
+            "step_time=perf/step_s",
+            "--map",
+            "tokens=perf/tokens",
+        ])
+        .args([
+            "--map",
+            "flops_per_token=perf/flops_per_token",
+            "--map",
+            "num_devices=perf/num_devices",
+        ])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = csv_rows(&String::from_utf8(out.stdout).unwrap()).remove(0);
+    assert_eq!(row["framework"], "mfu");
+    assert_eq!(number(&row, "peak_logged"), 989.4e12);
+    near(&row, "ratio", 1.0, 1e-12);
+    near(&row, "numerator_factor", 1.0, 1e-12);
+    assert!(
+        row["verdict"].contains("its peak is the right one"),
+        "{}",
+        row["verdict"]
+    );
+}

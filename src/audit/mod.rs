@@ -80,6 +80,9 @@ pub fn unknown() -> &'static Framework {
     })
 }
 
+/// The `lookup` of mfu's own callbacks: mfu's peak table.
+pub const OWN_TABLE: &str = "mfu";
+
 /// A column name as `frameworks.toml` writes names (the console reader's normal form).
 fn normal(name: &str) -> String {
     crate::read::console::vocabulary::normalise(name)
@@ -280,7 +283,8 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
             .collect(),
     );
 
-    // The framework's own lookup on this device.
+    out.peak = median(logged.iter().filter_map(|r| positive(r.peak)).collect());
+    // The framework's own lookup on this device (mfu's callbacks look the peak up in mfu's table).
     let emulated: Option<(&lookups::Lookup, Emulated)> = framework
         .lookup
         .as_deref()
@@ -292,7 +296,11 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
                 .or((!l.needs_device()).then_some(""))?;
             Some((l, l.peak(device, run.dtype)))
         });
-    if let Some((l, e)) = &emulated {
+    if framework.lookup.as_deref() == Some(OWN_TABLE) {
+        out.peak_emulated = out.peak;
+        out.emulation =
+            Some("mfu's own peak table, as mfu enrich resolves the run's device".into());
+    } else if let Some((l, e)) = &emulated {
         out.peak_emulated = e.peak;
         out.emulation = Some(format!("{}: {}", l.source, e.why));
     } else if framework.lookup.is_some() && run.device.is_none() {
@@ -337,6 +345,8 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
                 framework.name, l.source
             )),
         )
+    } else if let Some(p) = out.peak_emulated {
+        (Some(p), Some("mfu's own peak table".into()))
     } else {
         (None, None)
     };
@@ -376,7 +386,6 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
             .collect(),
     );
     out.mfu = median(logged.iter().filter_map(|r| positive(r.mfu)).collect());
-    out.peak = median(logged.iter().filter_map(|r| positive(r.peak)).collect());
     out.flops_per_token = median(
         logged
             .iter()
@@ -526,7 +535,7 @@ mod tests {
         let all = frameworks();
         assert!(all.len() >= 10);
         for f in all {
-            if let Some(l) = &f.lookup {
+            if let Some(l) = f.lookup.as_deref().filter(|l| *l != OWN_TABLE) {
                 assert!(lookups::lookup(l).is_some(), "{}: no lookup {l}", f.name);
             }
             if let Some(c) = &f.convention {
