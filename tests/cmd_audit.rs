@@ -383,3 +383,31 @@ fn mfus_own_callbacks_agree_with_mfu() {
         row["verdict"]
     );
 }
+
+#[test]
+fn megatron_bridge_counted_every_sequence_at_the_models_maximum_length() {
+    // Its `GPU utilization: 59892.5TFLOP/s/GPU` on H100s: 60 times the device's peak. It counted each
+    // of the 512 sequences as 131,072 tokens (the model's seq_length) where the data's are 1,024.
+    let row = audited(
+        "megatron-bridge__verdimrc-llama32-1b-8xh100.log",
+        &[
+            "--device",
+            "NVIDIA_H100_80GB_HBM3",
+            "--tokens-per-step",
+            "524288",
+            "--flops-per-token",
+            "7817134080",
+        ],
+    );
+    assert_eq!(row["framework"], "Megatron-Bridge");
+    near(&row, "tflops_logged", 59892.5, 1e-12);
+    assert_eq!(row["impossible_rows"], "1");
+    // Megatron-LM's count at S = 131,072 (mfu flops --compare: 3.318e10) x 128 tokens counted per token
+    // trained.
+    near(&row, "flops_per_token_logged", 3.318e10 * 128.0, 1e-3);
+    assert!(
+        row["verdict"].contains("which is impossible"),
+        "{}",
+        row["verdict"]
+    );
+}

@@ -244,6 +244,15 @@ fn tf(flops: f64) -> String {
         .to_string()
 }
 
+/// A factor for people: two decimal places, or three significant digits under 0.01.
+fn factor(k: f64) -> String {
+    if k < 0.01 {
+        format!("{k:.2e}x")
+    } else {
+        format!("{k:.2}x")
+    }
+}
+
 /// A fraction as a percentage: two decimal places, or two significant digits under 0.01%.
 fn pct(fraction: f64) -> String {
     let p = fraction * 100.0;
@@ -270,9 +279,16 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
         .iter()
         .filter(|r| r.mfu_logged.is_some_and(|m| m < 0.0))
         .count();
+    // Above 100%, or TFLOP/s above the device's peak: more than the device can do.
     out.impossible_rows = logged
         .iter()
-        .filter(|r| r.mfu_logged.is_some_and(|m| m > 1.0))
+        .filter(
+            |r| match (r.mfu_logged, positive(r.tflops_logged), positive(r.peak)) {
+                (Some(m), _, _) => m > 1.0,
+                (None, Some(t), Some(p)) => t * 1e12 > p,
+                _ => false,
+            },
+        )
         .count();
     let mfu_logged_of = |r: &Row| positive(r.mfu_logged);
     out.mfu_logged = median(logged.iter().filter_map(|r| mfu_logged_of(r)).collect());
@@ -482,10 +498,19 @@ fn verdict(framework: &Framework, run: &Run, a: &Audit) -> String {
             }
             parts.push(s);
         }
-        (None, Some(t)) => parts.push(format!(
-            "{name} logged {} TFLOP/s per device and no MFU",
-            tf(t * 1e12)
-        )),
+        (None, Some(t)) => {
+            let mut s = format!(
+                "{name} logged {} TFLOP/s per device and no MFU",
+                tf(t * 1e12)
+            );
+            if a.impossible_rows > 0 {
+                s += &format!(
+                    ", above the device's peak in {} row(s), which is impossible",
+                    a.impossible_rows
+                );
+            }
+            parts.push(s);
+        }
     }
     match (a.peak, a.peak_factor) {
         (Some(p), Some(k)) if (k - 1.0).abs() > 0.005 => parts.push(format!(
@@ -509,7 +534,8 @@ fn verdict(framework: &Framework, run: &Run, a: &Audit) -> String {
     }
     match (a.flops_per_token, a.flops_per_token_logged, a.numerator_factor) {
         (Some(f), Some(l), Some(k)) if (k - 1.0).abs() > 0.005 => parts.push(format!(
-            "at mfu's token rate its figure makes {l:.3e} FLOPs per token where mfu counts {f:.3e} ({k:.2}x, from its count, its time base or its averaging; {name} counts {})",
+            "at mfu's token rate its figure makes {l:.3e} FLOPs per token where mfu counts {f:.3e} ({}, from its count, its time base or its averaging; {name} counts {})",
+            factor(k),
             framework.counts
         )),
         (Some(_), Some(_), Some(_)) => parts.push("at mfu's token rate its figure makes mfu's FLOPs per token".into()),

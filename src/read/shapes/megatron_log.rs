@@ -5,7 +5,9 @@
 //! `elapsed time per iteration (ms)` → `elapsed_time_per_iteration_ms` (the step time),
 //! `consumed tokens` → `consumed_tokens` (cumulative tokens, Megatron-DeepSpeed), `global batch size`,
 //! `lm loss`, `throughput per GPU (TFLOP/s/GPU)` → `throughput_per_gpu_tflop_s_gpu`. The iteration and
-//! the run's total become `iteration` and `train_iters`.
+//! the run's total become `iteration` and `train_iters`. Megatron-Bridge's `Step Time : ... GPU
+//! utilization: 59892.5MODEL_TFLOP/s/GPU` line, printed before each iteration line, gives that row's
+//! `model_tflop_s_gpu` (its TFLOP/s of one GPU, which `mfu audit` reads).
 //!
 //! The argument dump Megatron prints at start (`  seq_length ......... 4096` between `arguments` rules)
 //! supplies what the run knew and the log lines do not, as facts of the run that a flag overrides:
@@ -190,6 +192,19 @@ fn model_config(args: &[Argument]) -> Option<crate::flops::ModelConfig> {
     crate::flops::ModelConfig::from_json(&Value::Object(config).to_string(), "argument dump").ok()
 }
 
+/// The column of Megatron-Bridge's `GPU utilization` figure (TFLOP/s of one GPU).
+pub const BRIDGE_TFLOPS: &str = "model_tflop_s_gpu";
+
+/// Megatron-Bridge's TFLOP/s of one GPU from its `Step Time : ... GPU utilization: 59892.5MODEL_TFLOP/s/GPU`
+/// line (`TFLOP/s/GPU` before 2025-11-07).
+fn bridge_utilization(line: &str) -> Option<f64> {
+    let rest = line.split_once("GPU utilization:")?.1.trim_start();
+    let number = rest
+        .strip_suffix("MODEL_TFLOP/s/GPU")
+        .or_else(|| rest.strip_suffix("TFLOP/s/GPU"))?;
+    number.trim().parse().ok().filter(|v: &f64| v.is_finite())
+}
+
 pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     let text = String::from_utf8_lossy(bytes);
     let args = arguments(&text);
@@ -201,7 +216,14 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         )
     };
     let mut rows: Vec<Map<String, Value>> = Vec::new();
+    // Megatron-Bridge prints `Step Time : 4.65s GPU utilization: 59892.5MODEL_TFLOP/s/GPU` before each
+    // iteration line: its TFLOP/s of one GPU, a column of the row that follows.
+    let mut bridge_tflops: Option<f64> = None;
     for line in text.lines() {
+        if let Some(tflops) = bridge_utilization(line) {
+            bridge_tflops = Some(tflops);
+            continue;
+        }
         if !is_iteration_line(line) {
             continue;
         }
@@ -218,6 +240,9 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
                     row.insert(name, value_of(value));
                 }
             }
+        }
+        if let Some(tflops) = bridge_tflops.take() {
+            row.insert(BRIDGE_TFLOPS.into(), Value::from(tflops));
         }
         rows.push(row);
     }
@@ -361,6 +386,22 @@ mod tests {
         let text =
             "0: [default0]:using world size: 8, data-parallel size: 2, context-parallel size: 1\n";
         assert_eq!(parallel_sizes(text), Some((8.0, Some(2.0), 1)));
+    }
+
+    #[test]
+    fn bridge_utilization_lines() {
+        assert_eq!(
+            bridge_utilization("Step Time : 4.65s GPU utilization: 59892.5TFLOP/s/GPU"),
+            Some(59892.5)
+        );
+        assert_eq!(
+            bridge_utilization(
+                "[rank0]: Step Time : 1.20s GPU utilization: 412.3MODEL_TFLOP/s/GPU"
+            ),
+            Some(412.3)
+        );
+        assert_eq!(bridge_utilization("GPU utilization: high"), None);
+        assert_eq!(bridge_utilization("iteration 1/2 | lm loss: 1.0 |"), None);
     }
 
     #[test]
