@@ -3,17 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use clap::Args;
 
 use mfu::pipeline::audit::{
     audit_runs, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit, AUDIT_COLUMNS,
 };
-use mfu::write::write_to;
 use mfu::write::OutputFormat;
 
-use super::source::{load_reported, remote_output, SourceArgs};
-use super::{aligned_table, write_text, RunsFormat};
+use super::source::SourceArgs;
+use super::{aligned_table, run_per_run, RunsFormat, RunsOutput};
 
 /// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
 ///
@@ -67,75 +65,41 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // A log with a figure but no FLOPs count is still audited (the peak half), so no field is required.
     let mut options = args.source.options(None);
     options.optional_fields = true;
-    let plan = args.source.plan_of(&options)?;
-    let remote = match args.output.as_deref() {
-        Some(path) => remote_output(path, &plan, args.force)?,
-        None => None,
-    };
-    let output: Option<PathBuf> = match &remote {
-        Some((_, local, _)) => Some(local.clone()),
-        None => args.output.clone(),
-    };
-    let force = args.force || remote.is_some();
-    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
-    if loaded.is_empty() {
-        bail!("no input could be read");
-    }
-    let (key_names, runs) = audit_runs(
-        &loaded,
-        &args.by,
-        args.source.logged_peak_flops,
-        args.per_row,
-    )?;
-    let format = RunsFormat::chosen(args.format, output.as_deref());
-    let metadata = vec![(
-        "mfu.version".to_string(),
-        env!("CARGO_PKG_VERSION").to_string(),
-    )];
-    if args.per_row {
-        let rows = audited_rows(&runs);
-        let mut df = rows_frame(&key_names, &rows)?;
-        match format {
-            RunsFormat::Table => {
-                write_text(output.as_deref(), &rows_text(&key_names, &rows), force)?
+    let output = args.output.as_deref();
+    run_per_run(
+        &args.source,
+        &options,
+        output,
+        args.format,
+        args.force,
+        |loaded, format| {
+            let logged_peak = args.source.logged_peak_flops;
+            let (key_names, runs) = audit_runs(loaded, &args.by, logged_peak, args.per_row)?;
+            if args.per_row {
+                let rows = audited_rows(&runs);
+                return Ok(match format {
+                    RunsFormat::Table => RunsOutput::Text(rows_text(&key_names, &rows)),
+                    // JSON a row a line, as `mfu enrich` writes rows.
+                    RunsFormat::Json => {
+                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Jsonl)
+                    }
+                    RunsFormat::Csv => {
+                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Csv)
+                    }
+                    RunsFormat::Parquet => {
+                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Parquet)
+                    }
+                });
             }
-            // JSON a row a line, as `mfu enrich` writes rows.
-            RunsFormat::Json => write_to(
-                output.as_deref(),
-                OutputFormat::Jsonl,
-                &mut df,
-                &metadata,
-                force,
-            )?,
-            RunsFormat::Csv | RunsFormat::Parquet => {
-                let table = format.table_format().expect("a table format");
-                write_to(output.as_deref(), table, &mut df, &metadata, force)?
-            }
-        }
-    } else {
-        match format.table_format() {
-            None => {
-                let text = if format == RunsFormat::Table {
-                    table_text(&key_names, &runs)
-                } else {
-                    json_text(&key_names, &runs)?
-                };
-                write_text(output.as_deref(), &text, force)?;
-            }
-            Some(table) => {
-                let mut df = to_frame(&key_names, &runs)?;
-                write_to(output.as_deref(), table, &mut df, &metadata, force)?;
-            }
-        }
-    }
-    if let Some((remote, local, _folder)) = remote {
-        remote.upload(&local, args.force)?;
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+            Ok(match format.table_format() {
+                None if format == RunsFormat::Table => {
+                    RunsOutput::Text(table_text(&key_names, &runs))
+                }
+                None => RunsOutput::Text(json_text(&key_names, &runs)?),
+                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+            })
+        },
+    )
 }
 
 fn pct(v: Option<f64>) -> String {

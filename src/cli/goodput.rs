@@ -3,14 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use clap::Args;
 
 use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
-use mfu::write::write_to;
 
-use super::source::{load_reported, remote_output, SourceArgs};
-use super::{aligned_table, write_text, RunsFormat};
+use super::source::SourceArgs;
+use super::{aligned_table, run_per_run, RunsFormat, RunsOutput};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -60,48 +58,24 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     options.optional_fields = true;
     // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
     options.every_attempt = true;
-    let plan = args.source.plan_of(&options)?;
-    let remote = match args.output.as_deref() {
-        Some(path) => remote_output(path, &plan, args.force)?,
-        None => None,
-    };
-    let output: Option<PathBuf> = match &remote {
-        Some((_, local, _)) => Some(local.clone()),
-        None => args.output.clone(),
-    };
-    let force = args.force || remote.is_some();
-    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
-    if loaded.is_empty() {
-        bail!("no input could be read");
-    }
-    let (key_names, runs) = goodput_runs(&loaded, &args.by)?;
-    let format = RunsFormat::chosen(args.format, output.as_deref());
-    let metadata = vec![(
-        "mfu.version".to_string(),
-        env!("CARGO_PKG_VERSION").to_string(),
-    )];
-    match format.table_format() {
-        None => {
-            let text = if format == RunsFormat::Table {
-                table_text(&key_names, &runs)
-            } else {
-                json_text(&key_names, &runs)?
-            };
-            write_text(output.as_deref(), &text, force)?;
-        }
-        Some(table) => {
-            let mut df = to_frame(&key_names, &runs)?;
-            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
-        }
-    }
-    if let Some((remote, local, _folder)) = remote {
-        remote.upload(&local, args.force)?;
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let output = args.output.as_deref();
+    run_per_run(
+        &args.source,
+        &options,
+        output,
+        args.format,
+        args.force,
+        |loaded, format| {
+            let (key_names, runs) = goodput_runs(loaded, &args.by)?;
+            Ok(match format.table_format() {
+                None if format == RunsFormat::Table => {
+                    RunsOutput::Text(table_text(&key_names, &runs))
+                }
+                None => RunsOutput::Text(json_text(&key_names, &runs)?),
+                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+            })
+        },
+    )
 }
 
 /// Seconds as `h:mm:ss` (`12.3s` under a minute); `-` where unknown.

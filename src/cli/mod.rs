@@ -175,6 +175,61 @@ impl RunsFormat {
     }
 }
 
+/// What a per-run command (summary, goodput, audit) writes in the format asked for.
+pub enum RunsOutput {
+    /// The terminal table or the JSON text.
+    Text(String),
+    /// A table, written as CSV, Parquet or JSON lines.
+    Frame(mfu::write::Frame, mfu::write::OutputFormat),
+}
+
+/// What every per-run command does around its own work: the plan of `options`, the inputs loaded
+/// (progress on standard error), an output that may be a URL, the format chosen, `produce` asked for
+/// what to write (given the loaded inputs and that format), written atomically, uploaded, and the exit
+/// code (1 where an input failed).
+pub fn run_per_run(
+    source: &source::SourceArgs,
+    options: &mfu::pipeline::Options,
+    output: Option<&std::path::Path>,
+    format: Option<RunsFormat>,
+    force: bool,
+    produce: impl FnOnce(&[(String, mfu::pipeline::Loaded)], RunsFormat) -> anyhow::Result<RunsOutput>,
+) -> anyhow::Result<ExitCode> {
+    let plan = source.plan_of(options)?;
+    let remote = match output {
+        Some(path) => source::remote_output(path, &plan, force)?,
+        None => None,
+    };
+    let output: Option<PathBuf> = match &remote {
+        Some((_, local, _)) => Some(local.clone()),
+        None => output.map(std::path::Path::to_path_buf),
+    };
+    let replace = force || remote.is_some();
+    let (loaded, failed) = source::load_reported(&plan, source.report.quiet)?;
+    if loaded.is_empty() {
+        anyhow::bail!("no input could be read");
+    }
+    let format = RunsFormat::chosen(format, output.as_deref());
+    match produce(&loaded, format)? {
+        RunsOutput::Text(text) => write_text(output.as_deref(), &text, replace)?,
+        RunsOutput::Frame(mut df, table) => {
+            let metadata = vec![(
+                "mfu.version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            )];
+            mfu::write::write_to(output.as_deref(), table, &mut df, &metadata, replace)?;
+        }
+    }
+    if let Some((remote, local, _folder)) = remote {
+        remote.upload(&local, force)?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// Writes a command's text (a table, JSON) to `output`, atomically and refused where it exists unless
 /// `force`, else to standard output.
 pub fn write_text(output: Option<&std::path::Path>, text: &str, force: bool) -> anyhow::Result<()> {

@@ -3,15 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
 use clap::Args;
 
 use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
-use mfu::write::write_to;
 
-use super::source::{load_reported, remote_output, SourceArgs};
-use super::{aligned_table, tflops_text, write_text, RunsFormat};
+use super::source::SourceArgs;
+use super::{aligned_table, run_per_run, tflops_text, RunsFormat, RunsOutput};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -53,56 +51,30 @@ pub struct SummaryArgs {
 }
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
-    let plan = args.source.plan(None)?;
-    // An output URL: written here first, then uploaded; an existing object refused before any work.
-    let remote = match args.output.as_deref() {
-        Some(path) => remote_output(path, &plan, args.force)?,
-        None => None,
-    };
-    let output: Option<PathBuf> = match &remote {
-        Some((_, local, _)) => Some(local.clone()),
-        None => args.output.clone(),
-    };
-    let force = args.force || remote.is_some();
-    let (loaded, failed) = load_reported(&plan, args.source.report.quiet)?;
-    if loaded.is_empty() {
-        bail!("no input could be read");
-    }
-
-    let (key_names, runs) = summarize_runs(
-        &loaded,
-        &args.by,
-        args.skip_steps as f64,
-        args.source.logged_peak_flops,
-    )?;
-
-    let format = RunsFormat::chosen(args.format, output.as_deref());
-    let metadata = vec![(
-        "mfu.version".to_string(),
-        env!("CARGO_PKG_VERSION").to_string(),
-    )];
-    match format.table_format() {
-        None => {
-            let text = if format == RunsFormat::Table {
-                table_text(&key_names, &runs)
-            } else {
-                json_text(&key_names, &runs)?
-            };
-            write_text(output.as_deref(), &text, force)?;
-        }
-        Some(table) => {
-            let mut df = to_frame(&key_names, &runs)?;
-            write_to(output.as_deref(), table, &mut df, &metadata, force)?;
-        }
-    }
-    if let Some((remote, local, _folder)) = remote {
-        remote.upload(&local, args.force)?;
-    }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let options = args.source.options(None);
+    let output = args.output.as_deref();
+    run_per_run(
+        &args.source,
+        &options,
+        output,
+        args.format,
+        args.force,
+        |loaded, format| {
+            let (key_names, runs) = summarize_runs(
+                loaded,
+                &args.by,
+                args.skip_steps as f64,
+                args.source.logged_peak_flops,
+            )?;
+            Ok(match format.table_format() {
+                None if format == RunsFormat::Table => {
+                    RunsOutput::Text(table_text(&key_names, &runs))
+                }
+                None => RunsOutput::Text(json_text(&key_names, &runs)?),
+                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+            })
+        },
+    )
 }
 
 fn pct(v: Option<f64>) -> String {

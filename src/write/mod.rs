@@ -16,6 +16,9 @@ use std::path::Path;
 
 use polars::prelude::DataFrame;
 
+/// The table a command writes, for front ends that do not name polars.
+pub type Frame = DataFrame;
+
 /// A table format mfu writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OutputFormat {
