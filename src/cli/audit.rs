@@ -1,6 +1,5 @@
 //! `mfu audit`: the MFU or TFLOP/s a framework logged, re-based on the right peak and explained.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -11,7 +10,7 @@ use mfu::pipeline::audit::{
 use mfu::write::OutputFormat;
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, RunsFormat, RunsOutput};
+use super::{aligned_table, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
 
 /// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
 ///
@@ -48,58 +47,39 @@ pub struct AuditArgs {
     #[arg(long)]
     pub per_row: bool,
 
-    /// Output format; default: table on a terminal (the verdict of each run), csv otherwise.
-    #[arg(long, value_enum)]
-    pub format: Option<RunsFormat>,
-
-    /// Write to FILE instead of standard output (format from its extension unless --format).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Replace FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub out: RunsOutputArgs,
 }
 
 pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // A log with a figure but no FLOPs count is still audited (the peak half), so no field is required.
     let mut options = args.source.options(None);
     options.optional_fields = true;
-    let output = args.output.as_deref();
-    run_per_run(
-        &args.source,
-        &options,
-        output,
-        args.format,
-        args.force,
-        |loaded, format| {
-            let logged_peak = args.source.logged_peak_flops;
-            let (key_names, runs) = audit_runs(loaded, &args.by, logged_peak, args.per_row)?;
-            if args.per_row {
-                let rows = audited_rows(&runs);
-                return Ok(match format {
-                    RunsFormat::Table => RunsOutput::Text(rows_text(&key_names, &rows)),
-                    // JSON a row a line, as `mfu enrich` writes rows.
-                    RunsFormat::Json => {
-                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Jsonl)
-                    }
-                    RunsFormat::Csv => {
-                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Csv)
-                    }
-                    RunsFormat::Parquet => {
-                        RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Parquet)
-                    }
-                });
-            }
-            Ok(match format.table_format() {
-                None if format == RunsFormat::Table => {
-                    RunsOutput::Text(table_text(&key_names, &runs))
+    run_per_run(&args.source, &options, &args.out, |loaded, format| {
+        let logged_peak = args.source.logged_peak_flops;
+        let (key_names, runs) = audit_runs(loaded, &args.by, logged_peak, args.per_row)?;
+        if args.per_row {
+            let rows = audited_rows(&runs);
+            return Ok(match format {
+                RunsFormat::Table => RunsOutput::Text(rows_text(&key_names, &rows)),
+                // JSON a row a line, as `mfu enrich` writes rows.
+                RunsFormat::Json => {
+                    RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Jsonl)
                 }
-                None => RunsOutput::Text(json_text(&key_names, &runs)?),
-                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-            })
-        },
-    )
+                RunsFormat::Csv => {
+                    RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Csv)
+                }
+                RunsFormat::Parquet => {
+                    RunsOutput::Frame(rows_frame(&key_names, &rows)?, OutputFormat::Parquet)
+                }
+            });
+        }
+        Ok(match format.table_format() {
+            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
+            None => RunsOutput::Text(json_text(&key_names, &runs)?),
+            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+        })
+    })
 }
 
 fn pct(v: Option<f64>) -> String {

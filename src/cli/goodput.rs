@@ -1,6 +1,5 @@
 //! `mfu goodput`: where each run's time went, one row per run.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -8,7 +7,7 @@ use clap::Args;
 use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, RunsFormat, RunsOutput};
+use super::{aligned_table, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -38,18 +37,8 @@ pub struct GoodputArgs {
     #[arg(long = "by", value_name = "KEY")]
     pub by: Vec<String>,
 
-    /// Output format; default: table on a terminal (times in h:mm:ss, shares in percent), csv otherwise
-    /// (seconds and fractions).
-    #[arg(long, value_enum)]
-    pub format: Option<RunsFormat>,
-
-    /// Write to FILE instead of standard output (format from its extension unless --format).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Replace FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub out: RunsOutputArgs,
 }
 
 pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
@@ -58,24 +47,14 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     options.optional_fields = true;
     // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
     options.every_attempt = true;
-    let output = args.output.as_deref();
-    run_per_run(
-        &args.source,
-        &options,
-        output,
-        args.format,
-        args.force,
-        |loaded, format| {
-            let (key_names, runs) = goodput_runs(loaded, &args.by)?;
-            Ok(match format.table_format() {
-                None if format == RunsFormat::Table => {
-                    RunsOutput::Text(table_text(&key_names, &runs))
-                }
-                None => RunsOutput::Text(json_text(&key_names, &runs)?),
-                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-            })
-        },
-    )
+    run_per_run(&args.source, &options, &args.out, |loaded, format| {
+        let (key_names, runs) = goodput_runs(loaded, &args.by)?;
+        Ok(match format.table_format() {
+            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
+            None => RunsOutput::Text(json_text(&key_names, &runs)?),
+            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+        })
+    })
 }
 
 /// Seconds as `h:mm:ss` (`12.3s` under a minute); `-` where unknown.

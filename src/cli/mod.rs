@@ -175,6 +175,24 @@ impl RunsFormat {
     }
 }
 
+/// Where and how a per-run command (summary, goodput, audit) writes.
+#[derive(Debug, Args)]
+pub struct RunsOutputArgs {
+    /// Output format; default: a table on a terminal (for reading: percentages, h:mm:ss), csv otherwise
+    /// (fractions, seconds).
+    #[arg(long, value_enum)]
+    pub format: Option<RunsFormat>,
+
+    /// Write to FILE instead of standard output (format from its extension unless --format); a URL
+    /// (s3://, gs://, az://, http(s)://) is written there.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// What a per-run command (summary, goodput, audit) writes in the format asked for.
 pub enum RunsOutput {
     /// The terminal table or the JSON text.
@@ -190,11 +208,10 @@ pub enum RunsOutput {
 pub fn run_per_run(
     source: &source::SourceArgs,
     options: &mfu::pipeline::Options,
-    output: Option<&std::path::Path>,
-    format: Option<RunsFormat>,
-    force: bool,
+    out: &RunsOutputArgs,
     produce: impl FnOnce(&[(String, mfu::pipeline::Loaded)], RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
+    let (output, format, force) = (out.output.as_deref(), out.format, out.force);
     let plan = source.plan_of(options)?;
     let remote = match output {
         Some(path) => source::remote_output(path, &plan, force)?,

@@ -1,6 +1,5 @@
 //! `mfu summary`: one row per run.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -9,7 +8,7 @@ use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, tflops_text, RunsFormat, RunsOutput};
+use super::{aligned_table, run_per_run, tflops_text, RunsFormat, RunsOutput, RunsOutputArgs};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -37,44 +36,25 @@ pub struct SummaryArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip_steps: u64,
 
-    /// Output format; default: table on a terminal (MFU in percent), csv otherwise (fractions).
-    #[arg(long, value_enum)]
-    pub format: Option<RunsFormat>,
-
-    /// Write to FILE instead of standard output (format from its extension unless --format).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// Replace FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub out: RunsOutputArgs,
 }
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let options = args.source.options(None);
-    let output = args.output.as_deref();
-    run_per_run(
-        &args.source,
-        &options,
-        output,
-        args.format,
-        args.force,
-        |loaded, format| {
-            let (key_names, runs) = summarize_runs(
-                loaded,
-                &args.by,
-                args.skip_steps as f64,
-                args.source.logged_peak_flops,
-            )?;
-            Ok(match format.table_format() {
-                None if format == RunsFormat::Table => {
-                    RunsOutput::Text(table_text(&key_names, &runs))
-                }
-                None => RunsOutput::Text(json_text(&key_names, &runs)?),
-                Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-            })
-        },
-    )
+    run_per_run(&args.source, &options, &args.out, |loaded, format| {
+        let (key_names, runs) = summarize_runs(
+            loaded,
+            &args.by,
+            args.skip_steps as f64,
+            args.source.logged_peak_flops,
+        )?;
+        Ok(match format.table_format() {
+            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
+            None => RunsOutput::Text(json_text(&key_names, &runs)?),
+            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
+        })
+    })
 }
 
 fn pct(v: Option<f64>) -> String {
