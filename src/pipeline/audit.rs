@@ -197,10 +197,80 @@ pub fn audit_runs(
         let unnamed = recognised
             .as_ref()
             .is_some_and(|r| std::ptr::eq(r.framework, unknown()));
+        // Each row's run: the key columns' values, or the input itself (no key a row allocated).
         let keys = match &group {
-            GroupBy::File => vec![vec![Some(display.clone())]; df.height()],
-            group => row_keys(df, display, group).map_err(combine)?,
+            GroupBy::File => None,
+            group => Some(row_keys(df, display, group).map_err(combine)?),
         };
+        let file_key = vec![Some(display.clone())];
+        let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
+        // The run of each row, looked up again only where the key changes; a run met for the first
+        // time in this input takes the input's framework, source and announced peak.
+        let mut current: Option<(&Vec<Option<String>>, usize)> = None;
+        let mut run_of = |row: usize, runs: &mut Vec<Gathered>| -> usize {
+            let key = key_of(row);
+            if let Some((k, at)) = current {
+                if k == key {
+                    return at;
+                }
+            }
+            let at = match index.get(key) {
+                Some(at) => *at,
+                None => {
+                    runs.push(Gathered {
+                        keys: key.clone(),
+                        recognised: None,
+                        rows: Vec::new(),
+                        device: None,
+                        dtype: None,
+                        announced_peak: None,
+                        sources: Vec::new(),
+                        notes: Vec::new(),
+                    });
+                    index.insert(key.clone(), runs.len() - 1);
+                    runs.len() - 1
+                }
+            };
+            let run = &mut runs[at];
+            if !run.sources.contains(display) {
+                run.sources.push(display.clone());
+                match (&run.recognised, &recognised) {
+                    (None, Some(r)) => run.recognised = Some(r.clone()),
+                    (Some(a), Some(b)) if a.framework.name != b.framework.name => {
+                        run.notes.push(format!(
+                            "{display} reads as {}'s, the run's first input as {}'s: audited as {}",
+                            b.framework.name, a.framework.name, a.framework.name
+                        ))
+                    }
+                    _ => {}
+                }
+                if let (
+                    None,
+                    FieldSource::Fact {
+                        value: FactValue::Number(p),
+                        origin,
+                    },
+                ) = (
+                    &run.announced_peak,
+                    l.enriched.mapping.source(Field::LoggedPeakFlops),
+                ) {
+                    run.announced_peak = Some((*p, origin.clone()));
+                }
+            }
+            current = Some((key, at));
+            at
+        };
+        // An input without a framework figure only names its runs (to say there is nothing to audit).
+        if recognised.is_none() {
+            for row in 0..df.height() {
+                let at = run_of(row, &mut runs);
+                let run = &mut runs[at];
+                if run.device.is_none() {
+                    run.device = v.device.get(row).map(str::to_string);
+                }
+            }
+            continue;
+        }
         let column = |name: Option<&String>| -> PolarsResult<Vec<Option<f64>>> {
             Ok(match name.and_then(|n| df.column(n).ok()) {
                 // A figure written with its unit (`9.63%`) is text: its number.
@@ -227,52 +297,13 @@ pub fn audit_runs(
         let peak = column(Some(&PEAK_FLOPS_PER_DEVICE.to_string())).map_err(combine)?;
         let rate = column(Some(&TOKENS_PER_SECOND.to_string())).map_err(combine)?;
         for row in 0..df.height() {
-            let key = &keys[row];
-            let at = *index.entry(key.clone()).or_insert_with(|| {
-                runs.push(Gathered {
-                    keys: key.clone(),
-                    recognised: None,
-                    rows: Vec::new(),
-                    device: None,
-                    dtype: None,
-                    announced_peak: None,
-                    sources: Vec::new(),
-                    notes: Vec::new(),
-                });
-                runs.len() - 1
-            });
+            let at = run_of(row, &mut runs);
             let run = &mut runs[at];
-            if !run.sources.contains(display) {
-                run.sources.push(display.clone());
-                match (&run.recognised, &recognised) {
-                    (None, Some(r)) => run.recognised = Some(r.clone()),
-                    (Some(a), Some(b)) if a.framework.name != b.framework.name => {
-                        run.notes.push(format!(
-                            "{display} reads as {}'s, the run's first input as {}'s: audited as {}",
-                            b.framework.name, a.framework.name, a.framework.name
-                        ))
-                    }
-                    _ => {}
-                }
-            }
-            if run.announced_peak.is_none() {
-                if let FieldSource::Fact {
-                    value: FactValue::Number(p),
-                    origin,
-                } = l.enriched.mapping.source(Field::LoggedPeakFlops)
-                {
-                    run.announced_peak = Some((*p, origin.clone()));
-                }
-            }
             if run.device.is_none() {
                 run.device = v.device.get(row).map(str::to_string);
             }
             if run.dtype.is_none() {
                 run.dtype = v.dtype.get(row).map(str::to_string);
-            }
-            // Only an input with a framework figure has rows to audit.
-            if recognised.is_none() {
-                continue;
             }
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
             let step = v.steps.get(row).copied().flatten();
