@@ -17,14 +17,17 @@ use super::{aligned_table, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
 /// Reads the inputs as `mfu enrich` does (same flags) and tells which framework wrote each log from
 /// its shape and the names of its figures (torchtitan `mfu`/`tflops`, verl `perf/mfu/actor`, llm.c
 /// `bf16 MFU`, Lightning `device/mfu`, Composer `throughput/device/mfu`, OLMo-core
-/// `throughput/device/MFU`, nanoGPT `mfu`, Megatron-LM `throughput per GPU (TFLOP/s/GPU)`, MaxText
-/// `TFLOP/s/device`, nanotron `model_tflops_per_gpu`). Per run: the logged MFU (a fraction) and
-/// TFLOP/s, the peak the framework divided by (from the log's own figures, --logged-peak-flops, or
-/// the framework's lookup run on the device name as its code was at a named commit), the FLOPs per
-/// token it counted, mfu's MFU, peak and count, the ratio and the two factors that make it
-/// (peak_factor: its peak over the right one; numerator_factor: mfu's count over its), and a verdict
-/// to paste into a ticket. Logged values above 100% are counted as impossible. docs/audit.md has the
-/// frameworks and worked audits of real logs.
+/// `throughput/device/MFU`, nanoGPT `mfu`, Megatron-LM `throughput per GPU (TFLOP/s/GPU)`,
+/// Megatron-Bridge `GPU utilization: ...TFLOP/s/GPU`, MaxText `TFLOP/s/device`, nanotron
+/// `model_tflops_per_gpu`, mfu's own callbacks `perf/mfu_wall_clock`). Per run: the logged MFU (a
+/// fraction) and TFLOP/s, the peak the framework divided by (--logged-peak-flops, else the peak the
+/// log announces, else what its own figures imply, else the framework's lookup run on the device
+/// name as its code was at a named commit), the FLOPs per token it counted, mfu's MFU, peak and
+/// count, the ratio and the two factors that make it (peak_factor: its peak over the right one;
+/// numerator_factor: mfu's count over its), and a verdict to paste into a ticket. Logged values
+/// above 100% (or TFLOP/s above the peak) are counted as impossible. A log whose MFU column no known
+/// framework writes is audited against --logged-peak-flops. docs/audit.md has the frameworks and
+/// worked audits of real logs.
 ///
 /// Examples:
 ///   mfu audit train.log --flops-per-token 1.27e9 --dtype bf16
