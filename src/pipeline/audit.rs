@@ -11,7 +11,7 @@ use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
 use crate::summary::{row_keys, GroupBy};
 
-use super::summary::run_groups;
+use super::runs::run_groups;
 use super::{Loaded, PipelineError};
 
 /// The columns of one run's audit, after its key columns, in order.

@@ -10,7 +10,7 @@ use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Goodput, Mark, Row};
 use crate::summary::{f64s, row_keys, step_spans, GroupBy};
 
-use super::summary::run_groups;
+use super::runs::run_groups;
 use super::{Loaded, PipelineError};
 
 /// The columns of one run's goodput, after its key columns, in order.

@@ -16,6 +16,7 @@ pub mod destination;
 pub mod enrich;
 pub mod goodput;
 pub mod job;
+pub mod runs;
 mod stream;
 pub mod summary;
 
