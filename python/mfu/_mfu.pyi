@@ -39,6 +39,8 @@ def audit(
     options: Optional[Mapping[str, Any]] = None,
 ) -> Tuple[pa.RecordBatchReader, list[str]]: ...
 
+def check_counting(attention: str = "full", recompute: str = "none", convention: str = "mfu") -> None: ...
+
 def resolve(
     device: str | Sequence[str] | None,
     dtype: Optional[str],

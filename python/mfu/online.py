@@ -20,7 +20,9 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _mfu
 
-__all__ = ["Meter", "detect_device", "normalize_precision", "flops_per_token", "METRIC_NAMES"]
+__all__ = [
+    "Meter", "check_options", "detect_device", "normalize_precision", "flops_per_token", "METRIC_NAMES",
+]
 
 #: The keys a meter's dict may hold (after its prefix, ``perf/`` by default), and what each is.
 METRIC_NAMES: Dict[str, str] = {
@@ -239,10 +241,93 @@ def _neuron_device(loaded: bool = False) -> Optional[str]:
 def _positive(name: str, value: Any) -> Optional[float]:
     if value is None:
         return None
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r}: must be a positive number") from None
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name}={value!r}: must be a positive number")
     return v
+
+
+#: The precisions mfu knows, for the error that names them.
+_PRECISIONS = (
+    "bf16, fp16, fp32, tf32, fp8, fp6, fp4, int8, or a spelling of one (torch.bfloat16, bf16-mixed, "
+    "16-mixed, amp_bf16, transformer-engine, ...)"
+)
+
+
+def check_options(
+    *,
+    dtype: Optional[str] = None,
+    model_dtype: Optional[str] = None,
+    num_devices: Optional[float] = None,
+    data_parallel_size: Optional[float] = None,
+    flops_per_token: Optional[float] = None,
+    peak_flops: Optional[float] = None,
+    seq_len: Optional[int] = None,
+    model_config: Any = None,
+    peaks: Any = None,
+    attention: str = "full",
+    convention: str = "mfu",
+) -> None:
+    """Refuses wrong usage where it is written, before any training: a ``ValueError`` naming the argument
+    and what it accepts. What :class:`Meter` and the trainer callbacks check when they are built."""
+    for name, value in (
+        ("num_devices", num_devices),
+        ("data_parallel_size", data_parallel_size),
+        ("flops_per_token", flops_per_token),
+        ("peak_flops", peak_flops),
+        ("seq_len", seq_len),
+    ):
+        _positive(name, value)
+    for name, value in (("dtype", dtype), ("model_dtype", model_dtype)):
+        if value is not None and normalize_precision(value) is None:
+            raise ValueError(f"{name}={value!r}: not a precision mfu knows; give {_PRECISIONS}")
+    _mfu.check_counting(str(attention), "none", str(convention))
+    if isinstance(model_config, (str, os.PathLike)):
+        if not os.path.isfile(model_config):
+            raise ValueError(
+                f"model_config={os.fspath(model_config)!r}: no such file; give a Transformers config, a dict "
+                "or the path of a config.json"
+            )
+    elif model_config is not None and not (
+        isinstance(model_config, Mapping)
+        or hasattr(model_config, "to_json_string")
+        or hasattr(model_config, "to_dict")
+    ):
+        raise ValueError(
+            f"model_config: a {type(model_config).__name__}; give a Transformers config, a dict or the path "
+            "of a config.json"
+        )
+    for path in _paths_of(peaks):
+        if not os.path.isfile(path):
+            raise ValueError(
+                f"peaks: {os.fspath(path)!r}: no such file; give CSV files of peak entries, as mfu enrich "
+                "--peaks takes"
+            )
+
+
+def _paths_of(peaks: Any) -> list:
+    """``peaks`` as a list of paths: one path, or a sequence of them."""
+    if peaks is None:
+        return []
+    if isinstance(peaks, (str, os.PathLike)):
+        return [peaks]
+    return list(peaks)
+
+
+def _check_step(tokens: Any, step_time: Any, fwd_bwd_time: Any) -> None:
+    """A step's tokens (0 or more) and times (above 0), refused with the argument named otherwise."""
+    try:
+        t = float(tokens)
+    except (TypeError, ValueError):
+        t = math.nan
+    if not (math.isfinite(t) and t >= 0):
+        raise ValueError(f"tokens={tokens!r}: must be a number of tokens, 0 or more")
+    for name, value in (("step_time", step_time), ("fwd_bwd_time", fwd_bwd_time)):
+        if value is not None:
+            _positive(name, value)
 
 
 class Meter:
@@ -278,6 +363,11 @@ class Meter:
         prefix: str = "perf/",
         warn: bool = True,
     ) -> None:
+        check_options(
+            dtype=dtype, model_dtype=model_dtype, num_devices=num_devices,
+            flops_per_token=flops_per_token, peak_flops=peak_flops, seq_len=seq_len,
+            model_config=model_config, peaks=peaks, attention=attention, convention=convention,
+        )
         if device is None:
             device = detect_device()
         self.device = device
@@ -285,6 +375,9 @@ class Meter:
         self.num_devices = _positive("num_devices", num_devices)
         self.prefix = prefix
         self._flops_per_token = _positive("flops_per_token", flops_per_token)
+        # What the user gives outright wins over a count from the model config.
+        self._explicit_flops_per_token = self._flops_per_token
+        self._warned_no_flops = not warn
         self._config = None if model_config is None else _config_json(model_config)
         self._attention = attention
         self._convention = convention
@@ -292,7 +385,7 @@ class Meter:
         self._fpt_cache: Dict[int, float] = {}
         if self._config is not None and self._flops_per_token is None and self._seq_len is not None:
             self._flops_per_token = self.flops_per_token_at(self._seq_len)
-        peak_paths = [os.fspath(p) for p in peaks] if peaks else None
+        peak_paths = [os.fspath(p) for p in _paths_of(peaks)] or None
         resolved, peak, why, hint = _mfu.resolve(
             device, self.dtype, peak_paths, _positive("peak_flops", peak_flops), model_dtype
         )
@@ -328,8 +421,11 @@ class Meter:
         return fpt
 
     def _fpt(self, seq_len: Optional[int], flops_per_token: Optional[float]) -> Optional[float]:
+        # The step's own figure, then the meter's explicit one, then the model config's count.
         if flops_per_token is not None:
-            return float(flops_per_token)
+            return _positive("flops_per_token", flops_per_token)
+        if self._explicit_flops_per_token is not None:
+            return self._explicit_flops_per_token
         if self._config is not None and seq_len is not None:
             return self.flops_per_token_at(int(seq_len))
         return self._flops_per_token
@@ -356,6 +452,7 @@ class Meter:
         """One step's metrics: ``tokens`` trained on by all devices, ``step_time`` wall-clock seconds,
         ``fwd_bwd_time`` seconds of forward and backward (optional), ``seq_len`` the batch's sequence
         length when FLOPs per token come from the model config."""
+        _check_step(tokens, step_time, fwd_bwd_time)
         fpt = self._fpt(seq_len, flops_per_token)
         return self._metrics(1, tokens, tokens_padded, fpt, step_time, fwd_bwd_time)
 
@@ -370,6 +467,7 @@ class Meter:
         tokens_padded: Optional[float] = None,
     ) -> None:
         """Adds one step to the current interval (see :meth:`compute`)."""
+        _check_step(tokens, step_time, fwd_bwd_time)
         fpt = self._fpt(seq_len, flops_per_token)
         self.add_interval(1, tokens, step_time, fwd_bwd_time, tokens_padded=tokens_padded,
                           model_flops=None if fpt is None else tokens * fpt)
@@ -387,6 +485,7 @@ class Meter:
         """Adds totals over ``steps`` optimizer steps: tokens, seconds, fwd+bwd seconds, padded tokens, and
         the model FLOPs (tokens x FLOPs per token, summed where the sequence length varied); without
         ``model_flops``, the meter's own FLOPs per token."""
+        _check_step(tokens, step_time, fwd_bwd_time)
         self._steps += int(steps)
         self._tokens += float(tokens)
         self._time += float(step_time)
@@ -441,6 +540,19 @@ class Meter:
         tps, _achieved, mfu, mfu_fb = _mfu.step_metrics(
             step_time, tokens, self.num_devices, fpt, self.peak_flops_per_device, fwd_bwd_time
         )
+        if fpt is None and not self._warned_no_flops:
+            self._warned_no_flops = True
+            why = (
+                "a model_config but no seq_len"
+                if self._config is not None
+                else "no flops_per_token and no model_config"
+            )
+            _warnings.warn(
+                f"mfu: MFU omitted, FLOPs per token unknown ({why}): give flops_per_token=, or "
+                "model_config= with seq_len= (here or per step)",
+                _mfu_warning(),
+                stacklevel=3,
+            )
         p = self.prefix
         out: Dict[str, Any] = {}
         if mfu is not None:

@@ -754,6 +754,32 @@ fn flops_per_token(
     origin: &str,
     convention: &str,
 ) -> PyResult<(f64, f64, String)> {
+    let (attention, recompute, convention) = counting(attention, recompute, convention)?;
+    let config = mfu::flops::ModelConfig::from_json(config_json, origin)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let b = mfu::flops::flops_per_token(&config, seq_len, attention, recompute)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    if convention != mfu::conventions::Convention::Mfu {
+        let terms = mfu::conventions::count(
+            convention,
+            &config,
+            seq_len,
+            &mfu::conventions::ConventionOptions::default(),
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let hardware = terms.total() * b.hardware_flops_per_token / b.flops_per_token;
+        return Ok((terms.total(), hardware, b.model_type));
+    }
+    Ok((b.flops_per_token, b.hardware_flops_per_token, b.model_type))
+}
+
+/// How FLOPs are counted, read from their names: a `ValueError` naming the argument and the accepted
+/// values for a name mfu does not know.
+fn counting(
+    attention: &str,
+    recompute: &str,
+    convention: &str,
+) -> PyResult<(Attention, Recompute, mfu::conventions::Convention)> {
     let convention: mfu::conventions::Convention = convention
         .parse()
         .map_err(|e: String| PyValueError::new_err(format!("convention: {e}")))?;
@@ -775,22 +801,15 @@ fn flops_per_token(
             )))
         }
     };
-    let config = mfu::flops::ModelConfig::from_json(config_json, origin)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let b = mfu::flops::flops_per_token(&config, seq_len, attention, recompute)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    if convention != mfu::conventions::Convention::Mfu {
-        let terms = mfu::conventions::count(
-            convention,
-            &config,
-            seq_len,
-            &mfu::conventions::ConventionOptions::default(),
-        )
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let hardware = terms.total() * b.hardware_flops_per_token / b.flops_per_token;
-        return Ok((terms.total(), hardware, b.model_type));
-    }
-    Ok((b.flops_per_token, b.hardware_flops_per_token, b.model_type))
+    Ok((attention, recompute, convention))
+}
+
+/// Checks the names of how FLOPs are counted (`attention`, `recompute`, `convention`) before anything
+/// is counted: a `ValueError` naming the argument and the accepted values.
+#[pyfunction]
+#[pyo3(signature = (attention="full", recompute="none", convention="mfu"))]
+fn check_counting(attention: &str, recompute: &str, convention: &str) -> PyResult<()> {
+    counting(attention, recompute, convention).map(|_| ())
 }
 
 /// The dtype a precision spelling means (`bf16` for `torch.bfloat16` or `bf16-mixed`), `no` for
@@ -814,6 +833,7 @@ fn _mfu(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(step_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(flops_per_token, m)?)?;
+    m.add_function(wrap_pyfunction!(check_counting, m)?)?;
     m.add_function(wrap_pyfunction!(precision, m)?)?;
     m.add_class::<Enricher>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

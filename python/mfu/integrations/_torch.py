@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from ..online import Meter, detect_device
+from ..online import Meter, check_options, detect_device
 
 _now = time.perf_counter
 
@@ -173,6 +173,13 @@ class TrainingMeter:
         convention: str = "mfu",
         prefix: str = "perf/",
     ) -> None:
+        # Wrong usage is refused here, where the callback is built, not once training has begun.
+        check_options(
+            dtype=dtype, model_dtype=model_dtype, num_devices=num_devices,
+            data_parallel_size=data_parallel_size, flops_per_token=flops_per_token,
+            peak_flops=peak_flops, model_config=model_config, peaks=peaks, attention=attention,
+            convention=convention,
+        )
         self.options = dict(
             device=device, dtype=dtype, num_devices=num_devices, flops_per_token=flops_per_token,
             model_config=model_config, peaks=peaks, peak_flops=peak_flops, model_dtype=model_dtype,
@@ -220,6 +227,8 @@ class TrainingMeter:
         if is_local_zero():
             for w in caught:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        # This meter's missing FLOPs are said once below, where the callback knows why.
+        self.meter._warned_no_flops = True
         self._config_ok = config is not None
         problem = None
         if config is not None:
@@ -287,7 +296,11 @@ class TrainingMeter:
             flops = None if flops is None else sum(r[2] for r in rows) / self.replication
             wall = max(r[3] for r in rows)
             fwd_bwd = None if any(math.isnan(r[4]) for r in rows) else max(r[4] for r in rows)
-        self.meter.add_interval(self.steps, tokens, wall, fwd_bwd, tokens_padded=padded, model_flops=flops)
+        if wall > 0:
+            # A clock too coarse to see the interval measures nothing; it never stops the training.
+            self.meter.add_interval(
+                self.steps, tokens, wall, fwd_bwd or None, tokens_padded=padded, model_flops=flops
+            )
         self.steps = 0
         self.paused = 0.0
         self.interval_start = self.last_step_end = _now()
