@@ -206,12 +206,14 @@ def test_cpu_when_nothing_else(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "module, extra", [("mfu.integrations.transformers", "mfu[transformers]"), ("mfu.integrations.lightning", "mfu[lightning]")]
+    "module, extra",
+    [("mfu.integrations.transformers", "./python[transformers]"), ("mfu.integrations.lightning", "./python[lightning]")],
 )
-def test_an_integration_without_its_framework_names_the_extra(module, extra):
+def test_an_integration_without_its_framework_says_what_to_install(module, extra):
+    # Never `pip install 'mfu[...]'`: the package index's `mfu` is another project.
     import subprocess
 
     # torch made unimportable in a fresh interpreter: what a user without the extra sees.
     code = f"import sys; sys.modules['torch'] = None\ntry:\n    import {module}\nexcept ImportError as e:\n    print(e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert extra in out.stdout, out
+    assert extra in out.stdout and "'mfu[" not in out.stdout, out

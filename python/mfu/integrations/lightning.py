@@ -25,7 +25,8 @@ try:
         from pytorch_lightning.loggers import CSVLogger  # type: ignore
 except ImportError as e:  # pragma: no cover - exercised without the extra installed
     raise ImportError(
-        "mfu.integrations.lightning needs torch and lightning: pip install 'mfu[lightning]'"
+        "mfu.integrations.lightning needs torch and lightning: pip install torch lightning "
+        "(or, from a checkout of mfu, pip install './python[lightning]')"
     ) from e
 
 from ..online import normalize_precision

@@ -24,7 +24,8 @@ try:
     from transformers import Trainer, TrainerCallback
 except ImportError as e:  # pragma: no cover - exercised without the extra installed
     raise ImportError(
-        "mfu.integrations.transformers needs torch and transformers: pip install 'mfu[transformers]'"
+        "mfu.integrations.transformers needs torch and transformers: pip install torch transformers "
+        "(or, from a checkout of mfu, pip install './python[transformers]')"
     ) from e
 
 from ._torch import TrainingMeter, tf32_enabled, torch_precision
