@@ -74,6 +74,18 @@ def test_logged_mfu_is_the_hand_computation(tmp_path):
     assert "train_runtime" in summary and "perf/steps" not in summary
 
 
+def test_one_callback_serves_a_second_trainer(tmp_path):
+    # The same callback instance given to two Trainers, one after the other: both runs log MFU.
+    callback = MfuCallback(device=H100, dtype="bf16", num_devices=1)
+    first = train(tmp_path / "first", callback)
+    second = train(tmp_path / "second", callback)
+    for trainer in (first, second):
+        logs = perf_logs(trainer)
+        assert [e["step"] for e in logs] == [2, 4, 6], logs
+        assert all(0 < e["perf/mfu_wall_clock"] < 1 for e in logs)
+    assert len(callback.history) == 6
+
+
 def test_unknown_device_omits_mfu_with_one_warning(tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

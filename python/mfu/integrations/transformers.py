@@ -114,26 +114,37 @@ class MfuCallback(TrainerCallback):
 
     # ---- attaching to the Trainer ----
     def _attach(self, trainer: Optional[Trainer]) -> None:
-        if self._trainer is not None or trainer is None:
+        # One callback may serve one Trainer after another: it follows the latest, and a Trainer it
+        # wrapped before is not wrapped twice.
+        if trainer is None or trainer is self._trainer:
             return
         self._trainer = trainer
+        if getattr(trainer, "_mfu_callback", None) is self:
+            return
+        trainer._mfu_callback = self
         original_step = trainer.training_step
         original_log = trainer.log
         core = self._core
 
         def training_step(*args: Any, **kwargs: Any) -> Any:
             inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
-            if self._training:
+            active = self._training and self._trainer is trainer
+            if active:
                 core.micro_begin(inputs)
             try:
                 return original_step(*args, **kwargs)
             finally:
-                if self._training:
+                if active:
                     core.micro_end()
 
         def log(logs: dict, *args: Any, **kwargs: Any) -> Any:
             pending = self._pending
-            if pending is not None and pending[0] == trainer.state.global_step and _is_training_log(logs):
+            if (
+                self._trainer is trainer
+                and pending is not None
+                and pending[0] == trainer.state.global_step
+                and _is_training_log(logs)
+            ):
                 logs.update(pending[1])
                 self._pending = None
             return original_log(logs, *args, **kwargs)
@@ -146,6 +157,9 @@ class MfuCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._attach(_find_trainer())
+        # A new training (this Trainer's again, or another's) starts from nothing pending.
+        self._pending = None
+        self._training = False
         if self._trainer is None:
             from .. import MfuWarning
 
