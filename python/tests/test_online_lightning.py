@@ -61,7 +61,8 @@ def test_lightning_logs_the_hand_computation_and_reads_back(tmp_path):
     callback = MfuCallback(device=H100)
     fit(tmp_path, callback, precision="bf16-true")
     logs = callback.history
-    assert [e["step"] for e in logs] == [2, 4, 6]
+    # Lightning's own step for optimizer steps 2, 4 and 6: the steps before each, as its train_loss has.
+    assert [e["step"] for e in logs] == [1, 3, 5]
     fpt = mfu.online.flops_per_token(tiny_llama_config(), SEQ)
     for e in logs:
         assert e["perf/steps"] == LOG_EVERY
@@ -83,6 +84,9 @@ def test_lightning_logs_the_hand_computation_and_reads_back(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     got = {r["step"]: r for r in rows if r.get("mfu_wall_clock") is not None}
     assert sorted(got) == [e["step"] for e in logs]
+    # One row a logged step: Lightning's loss and mfu's figures merged, no row without a device.
+    assert all(r.get("train_loss") is not None for r in got.values()), rows
+    assert len(rows) == len(logs), rows
     for e in logs:
         r = got[e["step"]]
         assert r["resolved_device"] == "H100 SXM5"

@@ -129,8 +129,13 @@ class MfuCallback(pl.Callback):
             return  # a micro-batch of gradient accumulation: the step is not over
         self._stepped = False
         every = self._every or trainer.log_every_n_steps or 1
-        step = trainer.global_step
-        metrics = self._core.step_end(step % every == 0)
+        # Lightning logs an optimizer step's metrics at the count of steps before it (its loop's
+        # `_batches_that_stepped`, one behind `global_step` here), when `global_step` is a multiple of
+        # `log_every_n_steps`: the same row, so that metrics.csv holds one row a logged step.
+        completed = trainer.global_step
+        epoch_loop = getattr(getattr(trainer, "fit_loop", None), "epoch_loop", None)
+        step = getattr(epoch_loop, "_batches_that_stepped", completed - 1)
+        metrics = self._core.step_end(completed % every == 0)
         if not metrics:
             return
         self.history.append({"step": step, **metrics})

@@ -225,11 +225,17 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         return Some(Shape::TensorBoard);
     }
     let has = |n: &str| header.iter().any(|h| h == n);
+    // Lightning names a metric logged both ways `<name>_step` and `<name>_epoch`; a CSVLogger file of
+    // metrics logged one way only is told by its name.
+    let csv_logger_file = std::path::Path::new(name)
+        .file_name()
+        .is_some_and(|f| f == "metrics.csv");
     if has("step")
         && has("epoch")
-        && header
-            .iter()
-            .any(|h| h.ends_with("_step") || h.ends_with("_epoch"))
+        && (csv_logger_file
+            || header
+                .iter()
+                .any(|h| h.ends_with("_step") || h.ends_with("_epoch")))
     {
         return Some(Shape::Lightning);
     }
@@ -445,6 +451,14 @@ mod tests {
             assert_eq!(detect(text.as_bytes(), "x"), want, "{text}");
         }
         assert_eq!(detect(b"step,step_time\n1,2\n", "x"), None);
+        // A CSVLogger file whose metrics were each logged one way (no `_step`/`_epoch` pair) is told
+        // by its name; the same columns elsewhere are a table.
+        let plain = b"epoch,perf/step_s,step,train_loss\n,0.5,1,\n0,,1,4.8\n";
+        assert_eq!(
+            detect(plain, "logs/run/version_0/metrics.csv"),
+            Some(Shape::Lightning)
+        );
+        assert_eq!(detect(plain, "history.csv"), None);
     }
 
     #[test]
