@@ -47,11 +47,12 @@ __all__ = [
     "audit",
     "Meter",
     "detect_device",
+    "flops_per_token",
 ]
 
 Enricher = _mfu.Enricher
 
-from .online import Meter, detect_device  # noqa: E402  (after MfuWarning's module is set up)
+from .online import Meter, detect_device, flops_per_token  # noqa: E402  (after MfuWarning's module is set up)
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -76,7 +76,7 @@ def test_a_step_refuses_tokens_and_times_that_cannot_be():
 def test_what_the_user_gives_outright_wins_over_the_model_config():
     config = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
               "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000}
-    counted = online.flops_per_token(config, 128)
+    counted = mfu.flops_per_token(config, 128)  # at the package's top level, as the docs show it
     assert counted != 5e7
     # The meter's own figure wins over the config, at construction and at every step's seq_len.
     meter = mfu.Meter(H100, "bf16", flops_per_token=5e7, model_config=config, seq_len=128)
