@@ -24,7 +24,7 @@ BATCH, ACCUM, STEPS, LOG_EVERY = 4, 2, 6, 2
 def train(tmp_path, callback, report_to=("none",), **args):
     from transformers import Trainer, TrainingArguments
 
-    targs = TrainingArguments(
+    options = dict(
         output_dir=str(tmp_path),
         per_device_train_batch_size=BATCH,
         gradient_accumulation_steps=ACCUM,
@@ -35,8 +35,9 @@ def train(tmp_path, callback, report_to=("none",), **args):
         save_strategy="no",
         disable_tqdm=True,
         dataloader_num_workers=0,
-        **args,
     )
+    options.update(args)
+    targs = TrainingArguments(**options)
     trainer = Trainer(model=tiny_llama(), args=targs, train_dataset=PaddedTokens(), callbacks=[callback])
     trainer.train()
     trainer.save_state()
@@ -84,6 +85,23 @@ def test_one_callback_serves_a_second_trainer(tmp_path):
         assert [e["step"] for e in logs] == [2, 4, 6], logs
         assert all(0 < e["perf/mfu_wall_clock"] < 1 for e in logs)
     assert len(callback.history) == 6
+
+
+def test_mfu_is_logged_whenever_the_trainer_logs(tmp_path):
+    # Logging each epoch (8 steps of 64 samples at 4 x 2): MFU over each epoch's steps, in its log row.
+    callback = MfuCallback(device=H100, dtype="bf16", num_devices=1)
+    trainer = train(tmp_path / "epoch", callback, max_steps=-1, num_train_epochs=2, logging_strategy="epoch")
+    logs = perf_logs(trainer)
+    assert [(e["step"], e["perf/steps"]) for e in logs] == [(8, 8), (16, 8)], logs
+    assert all("loss" in e and 0 < e["perf/mfu_wall_clock"] < 1 for e in logs)
+
+
+def test_steps_the_trainer_never_logs_are_measured_and_said(tmp_path):
+    callback = MfuCallback(device=H100, dtype="bf16", num_devices=1)
+    with pytest.warns(mfu.MfuWarning, match="logged no training metrics over the last 6 step"):
+        trainer = train(tmp_path / "no", callback, logging_strategy="no")
+    assert perf_logs(trainer) == []
+    assert [(e["step"], e["perf/steps"]) for e in callback.history] == [(6, 6)]
 
 
 def test_unknown_device_omits_mfu_with_one_warning(tmp_path):

@@ -55,6 +55,10 @@ def synchronize(device: torch.device) -> None:
         xm.wait_device_ops()
 
 
+#: Event pairs a RegionTimer holds before it folds the finished ones into its total.
+_MAX_PAIRS = 256
+
+
 class RegionTimer:
     """Total time of many regions of device work (forward and backward of each micro-batch), read once per
     interval: CUDA or XPU events on those devices (no synchronisation per region), the host clock on the
@@ -89,9 +93,21 @@ class RegionTimer:
             end = self._event()
             end.record()
             self._pairs.append((self._open, end))
+            if len(self._pairs) >= _MAX_PAIRS:
+                self._fold()
         else:
             self._host += _now() - self._open
         self._open = None
+
+    def _fold(self) -> None:
+        """Adds the regions the device has finished to the running total and lets their events go, without
+        waiting for the device: a long interval (an epoch between two logs) holds a bounded number."""
+        done = 0
+        while done < len(self._pairs) and self._pairs[done][1].query():
+            a, b = self._pairs[done]
+            self._host += a.elapsed_time(b) / 1e3
+            done += 1
+        del self._pairs[:done]
 
     def take(self) -> Optional[float]:
         """Seconds timed since the last take (the device already synchronised), or None if unmeasurable."""
@@ -273,6 +289,13 @@ class TrainingMeter:
         self.steps += 1
         if not log or self.meter is None:
             self.last_step_end = _now()
+            return None
+        return self.flush()
+
+    def flush(self) -> Optional[Dict[str, Any]]:
+        """The metrics of the steps since the last flush (a collective where the run is distributed: every
+        rank calls it at the same point), or None when no step ended since."""
+        if self.steps == 0 or self.meter is None:
             return None
         synchronize(self.device)
         now = _now()

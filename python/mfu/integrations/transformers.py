@@ -28,7 +28,7 @@ except ImportError as e:  # pragma: no cover - exercised without the extra insta
         "(or, from a checkout of mfu, pip install './python[transformers]')"
     ) from e
 
-from ._torch import TrainingMeter, tf32_enabled, torch_precision
+from ._torch import TrainingMeter, is_local_zero, tf32_enabled, torch_precision
 
 __all__ = ["MfuCallback"]
 
@@ -76,7 +76,8 @@ class MfuCallback(TrainerCallback):
     """Logs ``perf/mfu_wall_clock``, ``perf/mfu_fwd_bwd``, ``perf/tokens_per_second`` and what they were
     computed from (``perf/step_s``, ``perf/fwd_bwd_s``, ``perf/tokens``, ``perf/tokens_padded``,
     ``perf/flops_per_token``, ``perf/num_devices``, ``perf/peak_flops_per_device``, ``perf/device_name``,
-    ``perf/dtype``, ``perf/steps``) at every logging step, over the steps since the last one.
+    ``perf/dtype``, ``perf/steps``) whenever the Trainer logs its training metrics, over the steps since it
+    last did; steps it never logs are measured into :attr:`history`, and a warning says so.
 
     Options are ``mfu enrich``'s, each detected when not given: ``device`` (this rank's device name),
     ``dtype``, ``num_devices`` (the world size), ``flops_per_token`` (else counted from ``model_config``,
@@ -107,7 +108,6 @@ class MfuCallback(TrainerCallback):
             prefix=prefix,
         )
         self._trainer: Optional[Trainer] = None
-        self._pending: Optional[tuple] = None
         self._training = False
         #: Every interval's metrics, as logged (for tests and notebooks).
         self.history: list = []
@@ -138,15 +138,13 @@ class MfuCallback(TrainerCallback):
                     core.micro_end()
 
         def log(logs: dict, *args: Any, **kwargs: Any) -> Any:
-            pending = self._pending
-            if (
-                self._trainer is trainer
-                and pending is not None
-                and pending[0] == trainer.state.global_step
-                and _is_training_log(logs)
-            ):
-                logs.update(pending[1])
-                self._pending = None
+            # MFU over the steps since the Trainer last logged, whenever it logs (every logging_steps,
+            # each epoch, or at a step the user chose): every rank logs at the same points.
+            if self._trainer is trainer and self._training and _is_training_log(logs):
+                metrics = core.flush()
+                if metrics:
+                    logs.update(metrics)
+                    self.history.append({"step": trainer.state.global_step, **metrics})
             return original_log(logs, *args, **kwargs)
 
         trainer.training_step = training_step
@@ -157,8 +155,6 @@ class MfuCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._attach(_find_trainer())
-        # A new training (this Trainer's again, or another's) starts from nothing pending.
-        self._pending = None
         self._training = False
         if self._trainer is None:
             from .. import MfuWarning
@@ -177,12 +173,8 @@ class MfuCallback(TrainerCallback):
         self._training = True
 
     def on_step_end(self, args, state, control, **kwargs):
-        if not self._training:
-            return
-        metrics = self._core.step_end(bool(control.should_log))
-        if metrics:
-            self._pending = (state.global_step, metrics)
-            self.history.append({"step": state.global_step, **metrics})
+        if self._training:
+            self._core.step_end(False)
 
     def on_evaluate(self, args, state, control, **kwargs):
         if self._training:
@@ -193,5 +185,22 @@ class MfuCallback(TrainerCallback):
             self._core.pause()
 
     def on_train_end(self, args, state, control, **kwargs):
+        if self._training and self._core.steps:
+            # Steps the Trainer never logged (logging_strategy="no", logging_steps beyond the run):
+            # measured all the same, and said.
+            unlogged = self._core.steps
+            metrics = self._core.flush()
+            if metrics:
+                self.history.append({"step": state.global_step, **metrics})
+            if is_local_zero():
+                from .. import MfuWarning
+
+                warnings.warn(
+                    f"mfu: the Trainer logged no training metrics over the last {unlogged} step(s) "
+                    f"(logging_strategy={getattr(args, 'logging_strategy', '?')!s}, logging_steps="
+                    f"{getattr(args, 'logging_steps', '?')}), so their MFU is not in its log: it is in "
+                    "MfuCallback.history",
+                    MfuWarning,
+                    stacklevel=2,
+                )
         self._training = False
-        self._pending = None
