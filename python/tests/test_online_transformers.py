@@ -156,6 +156,22 @@ def test_trainer_state_reads_back_through_mfu_enrich_without_flags(tmp_path):
     for step, e in logged.items():
         assert scalars[step] == pytest.approx(e["perf/mfu_wall_clock"], rel=1e-6)
 
+    # And mfu enrich reads the event folder back without flags: the device name and the precision are
+    # the run's text summaries. TensorBoard keeps float32, so the figures agree to 1e-7, not 1e-12.
+    out = tmp_path / "from_tensorboard.jsonl"
+    subprocess.run(
+        [str(binary), "enrich", str(events[0].parent), "-o", str(out), "--quiet"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    got = {r["step"]: r for r in rows if r.get("mfu_wall_clock") is not None}
+    assert sorted(got) == sorted(logged)
+    for step, e in logged.items():
+        assert got[step]["resolved_device"] == "H100 SXM5"
+        assert math.isclose(got[step]["mfu_wall_clock"], e["perf/mfu_wall_clock"], rel_tol=1e-6)
+
 
 def test_precision_from_the_trainer_arguments(tmp_path):
     trainer = train(tmp_path, MfuCallback(device=H100), bf16=True)

@@ -1312,18 +1312,20 @@ fn read_event_files(
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| ".".into()),
     };
-    let mut frame = shaped.frame;
-    let height = frame.height();
-    frame
+    let mut shaped = shaped;
+    let height = shaped.frame.height();
+    shaped
+        .frame
         .with_column(polars::prelude::Column::new(
             "run_id".into(),
             vec![run.as_str(); height],
         ))
         .map_err(|e| shape_error(e.to_string()))?;
-    Ok(ReadOutcome::of_run(
-        frame,
+    // The run's text summaries (its device name and precision) come along as facts.
+    Ok(ReadOutcome::of_shaped_run(
+        shaped,
         Shape::TensorBoardEvents,
-        (shaped.notes, warnings),
+        warnings,
         total,
         held,
     ))

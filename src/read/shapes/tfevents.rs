@@ -15,7 +15,9 @@
 //! double, half, bfloat16, int32 or int64 in `float_val`, `double_val`, `half_val`, `int_val`,
 //! `int64_val` or `tensor_content` (TF2's `tf.summary.scalar`). The plugin metadata is only on a tag's
 //! first value: a tag whose first value names a plugin other than `scalars` (images, histograms, text,
-//! ...) is skipped. Histograms, images, audio and graphs are skipped.
+//! ...) is skipped. Histograms, images, audio and graphs are skipped. A text summary whose tag ends in
+//! `device_name` or `dtype` (what a trainer's `add_text` writes: `train/perf/device_name/text_summary`)
+//! is a fact of the run, which a column or a flag overrides.
 //!
 //! The files of one folder are one run, read in file-name order (the timestamp in the name orders them).
 //! A file's first value of a tag at or before a step already seen for that tag replaces that tag's values
@@ -31,6 +33,7 @@ use polars::prelude::{Column, DataFrame};
 use prost::Message;
 
 use super::ShapedFrame;
+use crate::columns::{Field, RunFact};
 
 #[derive(Clone, PartialEq, Message)]
 struct Event {
@@ -90,6 +93,9 @@ struct TensorProto {
     int64_val: Vec<i64>,
     #[prost(int32, repeated, tag = "13")]
     half_val: Vec<i32>,
+    /// A text summary's strings (the `text` plugin: `add_text`).
+    #[prost(bytes = "vec", repeated, tag = "8")]
+    string_val: Vec<Vec<u8>>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -271,6 +277,8 @@ pub fn read(
     let mut plugins: HashMap<String, String> = HashMap::new();
     let mut tag_order: Vec<String> = Vec::new();
     let mut tag_index: HashMap<String, usize> = HashMap::new();
+    // The last text each text-summary tag wrote (a trainer writes its device name and precision so).
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
     let (mut bad_crc, mut undecodable, mut purged_values) = (0, 0, 0usize);
     let mut notes = Vec::new();
     let mut warnings = Vec::new();
@@ -303,6 +311,15 @@ pub fn read(
                         .map(|p| p.plugin_name.clone())
                         .unwrap_or_default()
                 });
+                if plugin == "text" {
+                    if let Some(text) = value.tensor.as_ref().and_then(|t| t.string_val.first()) {
+                        texts.insert(
+                            value.tag.clone(),
+                            String::from_utf8_lossy(text).into_owned(),
+                        );
+                    }
+                    continue;
+                }
                 if !(plugin.is_empty() || plugin == "scalars") {
                     continue;
                 }
@@ -445,15 +462,52 @@ pub fn read(
             "{purged_values} value(s) at steps a later file logged again replaced by it: a resumed run, or an evaluation repeated at the last step"
         ));
     }
+    let facts = text_facts(&texts);
     Ok((
         ShapedFrame {
             frame,
             notes,
-            facts: Vec::new(),
+            facts,
             ..Default::default()
         },
         warnings,
     ))
+}
+
+/// What a run's text summaries say about it: the device name and the precision mfu's callbacks (and any
+/// trainer) write as text under a tag ending in `device_name` or `dtype` (`train/perf/device_name`), as
+/// facts of the run that a column or a flag overrides.
+fn text_facts(texts: &BTreeMap<String, String>) -> Vec<RunFact> {
+    let mut facts = Vec::new();
+    // PyTorch's and tensorboardX's `add_text` file a tag's text under `<tag>/text_summary`.
+    let last = |tag: &str| -> String {
+        let tag = tag.strip_suffix("/text_summary").unwrap_or(tag);
+        tag.rsplit(['/', '.'])
+            .next()
+            .unwrap_or(tag)
+            .to_ascii_lowercase()
+    };
+    for (tag, text) in texts {
+        let value = text.trim();
+        if value.is_empty() {
+            continue;
+        }
+        let origin = format!("the TensorBoard text summary '{tag}'");
+        match last(tag).as_str() {
+            "device_name" | "device" | "gpu_name" => {
+                if !facts.iter().any(|f: &RunFact| f.field == Field::DeviceName) {
+                    facts.push(RunFact::text(Field::DeviceName, value, origin));
+                }
+            }
+            "dtype" | "precision" if crate::peaks::parse_precision(value).is_some() => {
+                if !facts.iter().any(|f: &RunFact| f.field == Field::Dtype) {
+                    facts.push(RunFact::text(Field::Dtype, value, origin));
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
 }
 
 #[cfg(test)]
@@ -565,6 +619,56 @@ mod tests {
         assert_eq!(t(7, &|_| {}), None); // DT_STRING
         assert_eq!(f16_to_f64(0x0001), 2f64.powi(-24));
         assert!(f16_to_f64(0x7c01).is_nan());
+    }
+
+    fn text_event(step: i64, tag: &str, text: &str) -> Vec<u8> {
+        Event {
+            wall_time: 100.0,
+            step,
+            summary: Some(Summary {
+                value: vec![SummaryValue {
+                    tag: tag.into(),
+                    simple_value: None,
+                    tensor: Some(TensorProto {
+                        dtype: 7, // DT_STRING
+                        string_val: vec![text.as_bytes().to_vec()],
+                        ..TensorProto::default()
+                    }),
+                    metadata: Some(SummaryMetadata {
+                        plugin_data: Some(PluginData {
+                            plugin_name: "text".into(),
+                        }),
+                    }),
+                }],
+            }),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn text_summaries_name_the_device_and_the_precision() {
+        let mut bytes = Vec::new();
+        bytes.extend(record(&scalar_event(1, 101.0, "train/perf/step_s", 0.5)));
+        bytes.extend(record(&text_event(
+            1,
+            "train/perf/device_name/text_summary",
+            "NVIDIA H100 80GB HBM3",
+        )));
+        bytes.extend(record(&text_event(1, "train/perf/dtype", "bf16")));
+        bytes.extend(record(&text_event(1, "train/notes", "a note, not a fact")));
+        // A precision mfu does not know is no fact.
+        bytes.extend(record(&text_event(1, "eval/precision", "whatever")));
+        let (read, _) = super::read(&[("a".to_string(), bytes)], false).unwrap();
+        let facts: Vec<(Field, String)> = read
+            .facts
+            .iter()
+            .map(|f| (f.field, format!("{:?}", f.value)))
+            .collect();
+        assert_eq!(facts.len(), 2, "{facts:?}");
+        assert_eq!(facts[0].0, Field::DeviceName);
+        assert!(facts[0].1.contains("H100"), "{facts:?}");
+        assert_eq!(facts[1].0, Field::Dtype);
+        assert_eq!(read.frame.height(), 1);
     }
 
     #[test]
