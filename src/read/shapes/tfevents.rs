@@ -489,22 +489,14 @@ fn text_facts(texts: &BTreeMap<String, String>) -> Vec<RunFact> {
     };
     for (tag, text) in texts {
         let value = text.trim();
-        if value.is_empty() {
-            continue;
-        }
-        let origin = format!("the TensorBoard text summary '{tag}'");
-        match last(tag).as_str() {
-            "device_name" | "device" | "gpu_name" => {
-                if !facts.iter().any(|f: &RunFact| f.field == Field::DeviceName) {
-                    facts.push(RunFact::text(Field::DeviceName, value, origin));
-                }
-            }
-            "dtype" | "precision" if crate::peaks::parse_precision(value).is_some() => {
-                if !facts.iter().any(|f: &RunFact| f.field == Field::Dtype) {
-                    facts.push(RunFact::text(Field::Dtype, value, origin));
-                }
-            }
-            _ => {}
+        let field = match last(tag).as_str() {
+            "device_name" | "device" | "gpu_name" => Field::DeviceName,
+            "dtype" | "precision" if crate::peaks::parse_precision(value).is_some() => Field::Dtype,
+            _ => continue,
+        };
+        if !value.is_empty() && !facts.iter().any(|f: &RunFact| f.field == field) {
+            let origin = format!("the TensorBoard text summary '{tag}'");
+            facts.push(RunFact::text(field, value, origin));
         }
     }
     facts
