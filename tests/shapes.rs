@@ -1370,6 +1370,70 @@ fn mlflow_parameters_named_like_fields_are_facts_of_their_run() {
 }
 
 #[test]
+fn mlflow_tags_and_namespaced_parameters_are_facts_too() {
+    // The gpt run of fixtures/mlflow/mlruns, given what a trainer writes where MLflow holds text: the
+    // device name as a tag under a namespace (tags/perf/device_name) and the precision as a parameter
+    // under one (params/perf/dtype). MLflow's own mlflow.* tags are not facts.
+    let wd = Workdir::new("mlflow_tags");
+    let store = wd.path("mlruns");
+    let src = fixtures().join("mlflow/mlruns");
+    for entry in walkdir(&src) {
+        let to = store.join(entry.strip_prefix(&src).unwrap());
+        if entry.is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&entry, &to).unwrap();
+        }
+    }
+    let run = store.join("641426647988408432/5a442158620048feb549e16e6c2c9fc1");
+    std::fs::create_dir_all(run.join("tags/perf")).unwrap();
+    std::fs::write(run.join("tags/perf/device_name"), "NVIDIA H100 80GB HBM3").unwrap();
+    std::fs::create_dir_all(run.join("params/perf")).unwrap();
+    std::fs::write(run.join("params/perf/dtype"), "bf16").unwrap();
+    let (rows, err) = enrich(
+        &store,
+        &[
+            "--flops-per-token",
+            "1e10",
+            "--num-devices",
+            "8",
+            "--override",
+            "-v",
+        ],
+    );
+    assert!(
+        err.contains("from the run's tag 'perf/device_name' (tags/perf/device_name)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("from the run's parameter 'perf/dtype'"),
+        "{err}"
+    );
+    assert!(
+        rows.iter().all(|r| !r["peak_flops_per_device"].is_empty()),
+        "{rows:?}"
+    );
+}
+
+/// Every path under `dir`, folders before what they hold.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            out.push(path.clone());
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
 fn hf_checkpoint_folder_config_gives_flops_per_token_and_precision() {
     // An HF checkpoint folder: trainer_state.json beside the model's config.json. With the sequence
     // length known, FLOPs per token are counted from the config as `mfu flops` counts them; torch_dtype

@@ -1096,23 +1096,27 @@ fn read_mlflow_run(
     }
     let (frame, notes, warnings) = shapes::mlflow::read(&metrics, &info).map_err(shape_error)?;
     let mut outcome = ReadOutcome::of_run(frame, Shape::Mlflow, (notes, warnings), total, held);
-    // Parameters (params/<key>, the value as the file's content) named like a field are facts.
-    let mut params: Vec<(String, String)> = std::fs::read_dir(folder.join("params"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().is_file())
-                .filter_map(|e| {
-                    let value = std::fs::read_to_string(e.path()).ok()?;
-                    Some((e.file_name().to_string_lossy().into_owned(), value))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    params.sort();
+    // Parameters (params/<key>, the value as the file's content), then tags (where a trainer puts what
+    // is not a number, as the device name), named like a field, are facts.
+    let params = shapes::mlflow::key_files(&folder.join("params"));
+    let tags = shapes::mlflow::key_files(&folder.join("tags"));
+    let origins: std::collections::HashMap<&str, &str> = params
+        .iter()
+        .map(|(k, _)| (k.as_str(), "params"))
+        .chain(tags.iter().map(|(k, _)| (k.as_str(), "tags")))
+        .collect();
     outcome.facts = shapes::parameter_facts(
-        params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        |key| format!("the run's parameter '{key}' (params/{key})"),
+        params
+            .iter()
+            .chain(&tags)
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+        |key| {
+            let dir = origins.get(key).copied().unwrap_or("params");
+            format!(
+                "the run's {} '{key}' ({dir}/{key})",
+                if dir == "tags" { "tag" } else { "parameter" }
+            )
+        },
     );
     Ok(outcome)
 }

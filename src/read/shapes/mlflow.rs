@@ -273,17 +273,66 @@ pub fn sqlite_param_facts(path: &Path, run: &str) -> Vec<crate::columns::RunFact
     let Ok(db) = open(path) else {
         return Vec::new();
     };
-    let params: Vec<(String, String)> = db
-        .prepare("SELECT key, value FROM params WHERE run_uuid = ?1 ORDER BY key")
-        .and_then(|mut q| {
-            q.query_map([run], |row| Ok((row.get(0)?, row.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .unwrap_or_default();
+    // Its parameters, then its tags (where a trainer puts what is not a number, as the device name),
+    // MLflow's own `mlflow.*` tags aside.
+    let rows = |sql: &str| -> Vec<(String, String)> {
+        db.prepare(sql)
+            .and_then(|mut q| {
+                q.query_map([run], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap_or_default()
+    };
+    let params = rows("SELECT key, value FROM params WHERE run_uuid = ?1 ORDER BY key");
+    let tags: Vec<(String, String)> =
+        rows("SELECT key, value FROM tags WHERE run_uuid = ?1 ORDER BY key")
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("mlflow."))
+            .collect();
     super::parameter_facts(
-        params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        |key| format!("the run's parameter '{key}'"),
+        params
+            .iter()
+            .chain(&tags)
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+        |key| {
+            let is_param = params.iter().any(|(k, _)| k == key);
+            format!(
+                "the run's {} '{key}'",
+                if is_param { "parameter" } else { "tag" }
+            )
+        },
     )
+}
+
+/// The `key: value` files of a file-store run folder's `params/` or `tags/` (nested folders for keys with
+/// `/`), keys `/`-joined, in key order; MLflow's own `mlflow.*` tags aside.
+pub fn key_files(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(value) = std::fs::read_to_string(&path) {
+                let key = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                if !key.starts_with("mlflow.") {
+                    out.push((key, value));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// The run ids of an MLflow SQLite store, in experiment and start-time order.

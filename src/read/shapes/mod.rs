@@ -291,7 +291,9 @@ pub fn parameter_facts<'a>(
     let params: Vec<(&str, &str)> = params.into_iter().collect();
     let mut facts: Vec<crate::columns::RunFact> = Vec::new();
     for &(key, value) in &params {
+        // A tracker's namespace before the name (`perf/device_name`, `train.dtype`) is not part of it.
         let k = key.trim().to_ascii_lowercase();
+        let k = k.rsplit(['/', '.']).next().unwrap_or(&k).to_string();
         let value = value.trim().trim_matches('"');
         for field in [
             crate::columns::Field::DeviceName,
@@ -516,6 +518,15 @@ mod tests {
         let tokens = tokens_of(&facts);
         assert_eq!(tokens.value, crate::columns::FactValue::Number(1000.0));
         assert!(parameter_facts([("batch_size", "8")], origin).is_empty());
+        // A tracker's namespace is not part of the name.
+        let facts = parameter_facts(
+            [
+                ("perf/device_name", "NVIDIA H100 80GB HBM3"),
+                ("train.dtype", "bf16"),
+            ],
+            origin,
+        );
+        assert_eq!(facts.len(), 2);
         // A classifier's precision among a run's parameters or metrics is not the training precision.
         assert!(parameter_facts([("precision", "0.83"), ("recall", "0.7")], origin).is_empty());
         let facts = parameter_facts([("precision", "bf16-mixed")], origin);
