@@ -173,6 +173,46 @@ def test_trainer_state_reads_back_through_mfu_enrich_without_flags(tmp_path):
         assert math.isclose(got[step]["mfu_wall_clock"], e["perf/mfu_wall_clock"], rel_tol=1e-6)
 
 
+def test_an_mlflow_run_reads_back_without_flags(tmp_path, monkeypatch):
+    # MLflow keeps numbers as metrics and drops text: the device name and the precision go to the run's
+    # tags, once, and the Trainer's warning about dropping them at every log is silenced.
+    pytest.importorskip("mlflow")
+    binary = cli_binary()
+    if not binary.exists():
+        pytest.skip(f"{binary} is not built")
+    import logging
+
+    store = tmp_path / "mlruns"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store.as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "mfu")
+    dropped = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if "MLflow" in record.getMessage() and "perf/" in record.getMessage():
+                dropped.append(record.getMessage())
+
+    handler = Catch()
+    logging.getLogger("transformers.integrations.integration_utils").addHandler(handler)
+    try:
+        trainer = train(tmp_path / "out", MfuCallback(device=H100, dtype="bf16"), report_to=["mlflow"])
+    finally:
+        logging.getLogger("transformers.integrations.integration_utils").removeHandler(handler)
+    assert dropped == [], dropped[:2]
+    logged = {e["step"]: e for e in perf_logs(trainer)}
+    out = tmp_path / "from_mlflow.jsonl"
+    subprocess.run([str(binary), "enrich", str(store), "-o", str(out), "--quiet"],
+                   check=True, capture_output=True, text=True)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    got = {r["step"]: r for r in rows if r.get("mfu_wall_clock") is not None}
+    assert sorted(got) == sorted(logged), rows[:2]
+    for step, e in logged.items():
+        assert got[step]["resolved_device"] == "H100 SXM5"
+        assert got[step]["peak_flops_per_device"] == H100_BF16
+        assert math.isclose(got[step]["mfu_wall_clock"], e["perf/mfu_wall_clock"], rel_tol=1e-12)
+
+
 def test_precision_from_the_trainer_arguments(tmp_path):
     trainer = train(tmp_path, MfuCallback(device=H100), bf16=True)
     assert {e["perf/dtype"] for e in perf_logs(trainer)} == {"bf16"}

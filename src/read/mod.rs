@@ -1096,8 +1096,9 @@ fn read_mlflow_run(
     }
     let (frame, notes, warnings) = shapes::mlflow::read(&metrics, &info).map_err(shape_error)?;
     let mut outcome = ReadOutcome::of_run(frame, Shape::Mlflow, (notes, warnings), total, held);
-    // Parameters (params/<key>, the value as the file's content), then tags (where a trainer puts what
-    // is not a number, as the device name), named like a field, are facts.
+    // Tags (where a trainer puts what is not a number, as the device name), then parameters (params/<key>,
+    // the value as the file's content: often a whole configuration, the model's torch_dtype among it),
+    // named like a field, are facts.
     let params = shapes::mlflow::key_files(&folder.join("params"));
     let tags = shapes::mlflow::key_files(&folder.join("tags"));
     let origins: std::collections::HashMap<&str, &str> = params
@@ -1106,9 +1107,8 @@ fn read_mlflow_run(
         .chain(tags.iter().map(|(k, _)| (k.as_str(), "tags")))
         .collect();
     outcome.facts = shapes::parameter_facts(
-        params
-            .iter()
-            .chain(&tags)
+        tags.iter()
+            .chain(&params)
             .map(|(k, v)| (k.as_str(), v.as_str())),
         |key| {
             let dir = origins.get(key).copied().unwrap_or("params");

@@ -15,6 +15,7 @@ recorded anywhere). Evaluation, prediction and the end-of-training summary logs 
 
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from typing import Any, Optional, Sequence
@@ -66,6 +67,24 @@ def _precision(trainer: Trainer, model: Any) -> Optional[str]:
     return torch_precision(dtype, tf32)
 
 
+class _DroppedKeys(logging.Filter):
+    """Drops Transformers' MLflow warning that a text value of one of these keys is not a metric."""
+
+    def __init__(self, keys: list) -> None:
+        super().__init__()
+        self.keys = tuple(f'for key "{k}"' for k in keys)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("MLflow" in message and any(k in message for k in self.keys))
+
+
+def _silence_mlflow_drops(keys: list) -> None:
+    logger = logging.getLogger("transformers.integrations.integration_utils")
+    if not any(isinstance(f, _DroppedKeys) for f in logger.filters):
+        logger.addFilter(_DroppedKeys(keys))
+
+
 def _is_training_log(logs: dict) -> bool:
     return "train_runtime" not in logs and not any(
         k.startswith(("eval_", "test_", "predict_")) for k in logs
@@ -108,6 +127,7 @@ class MfuCallback(TrainerCallback):
             prefix=prefix,
         )
         self._trainer: Optional[Trainer] = None
+        self._mlflow_tagged = False
         self._training = False
         #: Every interval's metrics, as logged (for tests and notebooks).
         self.history: list = []
@@ -143,6 +163,7 @@ class MfuCallback(TrainerCallback):
             if self._trainer is trainer and self._training and _is_training_log(logs):
                 metrics = core.flush()
                 if metrics:
+                    self._tag_mlflow(trainer, metrics)
                     logs.update(metrics)
                     self.history.append({"step": trainer.state.global_step, **metrics})
             return original_log(logs, *args, **kwargs)
@@ -150,12 +171,33 @@ class MfuCallback(TrainerCallback):
         trainer.training_step = training_step
         trainer.log = log
 
+    def _tag_mlflow(self, trainer: Any, metrics: dict) -> None:
+        """Where the Trainer reports to MLflow, which keeps numbers as metrics and drops text: the device
+        name and the precision as tags of the run, once, and the Trainer's warnings about dropping them
+        at every log silenced (the tags hold them)."""
+        if self._mlflow_tagged or "mlflow" not in (getattr(trainer.args, "report_to", None) or []):
+            return
+        mlflow = sys.modules.get("mlflow")
+        text = {k: v for k, v in metrics.items() if isinstance(v, str)}
+        if mlflow is None or not text or not is_local_zero():
+            return
+        try:
+            if mlflow.active_run() is None:
+                return
+            mlflow.set_tags(text)
+        except Exception as e:  # the tracking server's trouble must not stop training
+            warnings.warn(f"mfu: could not tag the MLflow run with {sorted(text)}: {e}", stacklevel=2)
+            return
+        self._mlflow_tagged = True
+        _silence_mlflow_drops(list(text))
+
     def on_init_end(self, args, state, control, **kwargs):
         self._attach(_find_trainer())
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._attach(_find_trainer())
         self._training = False
+        self._mlflow_tagged = False
         if self._trainer is None:
             from .. import MfuWarning
 

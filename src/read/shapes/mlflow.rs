@@ -273,8 +273,8 @@ pub fn sqlite_param_facts(path: &Path, run: &str) -> Vec<crate::columns::RunFact
     let Ok(db) = open(path) else {
         return Vec::new();
     };
-    // Its parameters, then its tags (where a trainer puts what is not a number, as the device name),
-    // MLflow's own `mlflow.*` tags aside.
+    // Its tags (where a trainer puts what is not a number, as the device name; MLflow's own `mlflow.*`
+    // aside), then its parameters (often a whole configuration, the model's torch_dtype among it).
     let rows = |sql: &str| -> Vec<(String, String)> {
         db.prepare(sql)
             .and_then(|mut q| {
@@ -290,9 +290,8 @@ pub fn sqlite_param_facts(path: &Path, run: &str) -> Vec<crate::columns::RunFact
             .filter(|(k, _)| !k.starts_with("mlflow."))
             .collect();
     super::parameter_facts(
-        params
-            .iter()
-            .chain(&tags)
+        tags.iter()
+            .chain(&params)
             .map(|(k, v)| (k.as_str(), v.as_str())),
         |key| {
             let is_param = params.iter().any(|(k, _)| k == key);
