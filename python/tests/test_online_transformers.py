@@ -278,6 +278,38 @@ def test_trl_sft_trainer(tmp_path):
         assert e["perf/mfu_wall_clock"] == pytest.approx(want, rel=1e-15)
 
 
+def test_trl_packing_counts_each_document_at_its_own_length(tmp_path):
+    # packing=True: one row of several 12-token documents, position_ids restarting at each, no mask.
+    # Attention does not cross documents, so a token's FLOPs are those at its document's length (12),
+    # not at the packed row's (84 or more).
+    trl = pytest.importorskip("trl")
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": torch.randint(1, 128, (REAL,), generator=g).tolist()} for _ in range(32)]
+    config = trl.SFTConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, gradient_accumulation_steps=1,
+        max_steps=4, logging_steps=2, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+        max_length=64, packing=True,
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<pad>": 0, "<unk>": 1}, unk_token="<unk>")))
+    tok.pad_token = "<pad>"
+    tok.eos_token = "<unk>"
+    trainer = trl.SFTTrainer(
+        model=tiny_llama(), args=config, train_dataset=Dataset.from_list(rows), processing_class=tok,
+        callbacks=[MfuCallback(device=H100, dtype="bf16")],
+    )
+    trainer.train()
+    logs = perf_logs(trainer)
+    assert [e["step"] for e in logs] == [2, 4]
+    per_document = mfu.flops_per_token(tiny_llama_config(), REAL)
+    for e in logs:
+        assert e["perf/tokens"] > REAL
+        assert e["perf/flops_per_token"] == pytest.approx(per_document, rel=1e-12)
+
+
 def test_values_reach_wandb_and_read_back_from_its_run_folder(tmp_path, monkeypatch):
     pytest.importorskip("wandb")
     binary = cli_binary()

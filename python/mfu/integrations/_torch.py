@@ -118,14 +118,26 @@ class RegionTimer:
         return seconds
 
 
+#: Where a packed batch's documents are told apart, the sequence length each is counted at is its own.
+PACKED = -1
+
+
 class TokenCounter:
     """Tokens of the training forwards, kept on the device until the interval is read: the non-padding
-    count (an attention mask's sum) per sequence length, and the padded count (the batch's shape)."""
+    count (an attention mask's sum) per sequence length, and the padded count (the batch's shape).
+
+    A padding-free packed batch (TRL's ``packing=True``: one row of several documents, ``position_ids``
+    restarting at each, no attention mask) is counted per document, since attention does not cross them:
+    its tokens, and the sum over them of ``2 * position + 1``, which is the sum of each document's length
+    squared (a document of n tokens has positions 0 to n - 1, and 1 + 3 + ... + (2n - 1) = n²), on the
+    device with no synchronisation."""
 
     def __init__(self) -> None:
         self._by_len: Dict[int, Any] = {}
         self.padded = 0
         self.unknown = 0
+        self._packed_tokens: Any = 0
+        self._packed_squares: Any = 0
 
     def add(self, inputs: Any) -> Optional[int]:
         """Counts one micro-batch; gives its sequence length, or None when no tokens could be found."""
@@ -144,6 +156,11 @@ class TokenCounter:
             return None
         seq_len = int(ids.shape[-1])
         self.padded += ids.numel()
+        positions = inputs.get("position_ids") if isinstance(inputs, dict) or hasattr(inputs, "keys") else None
+        if mask is None and isinstance(positions, torch.Tensor) and positions.shape == ids.shape:
+            self._packed_tokens = self._packed_tokens + ids.numel()
+            self._packed_squares = self._packed_squares + (2 * positions.to(torch.int64) + 1).sum()
+            return PACKED
         if isinstance(mask, torch.Tensor) and mask.shape == ids.shape:
             count = mask.sum()
         else:
@@ -152,9 +169,17 @@ class TokenCounter:
         return seq_len
 
     def take(self) -> Dict[int, float]:
-        """Tokens per sequence length since the last take: one device-to-host copy for all of them."""
+        """Tokens per sequence length since the last take (a packed batch's under :data:`PACKED`, with the
+        sum of its documents' squared lengths in :attr:`packed_squares`): one device-to-host copy for all
+        of them."""
         by_len, self._by_len = self._by_len, {}
+        squares, self._packed_squares = self._packed_squares, 0
+        if not isinstance(self._packed_tokens, int) or self._packed_tokens:
+            by_len[PACKED] = self._packed_tokens
+            by_len[PACKED - 1] = squares  # read back with the rest, then moved out below
+        self._packed_tokens = 0
         self.padded = 0
+        self.packed_squares = 0.0
         if not by_len:
             return {}
         lengths = list(by_len)
@@ -164,7 +189,9 @@ class TokenCounter:
             host = torch.stack([t.to(torch.float64) for t in tensors]).tolist()
             it = iter(host)
             values = [next(it) if isinstance(v, torch.Tensor) else float(v) for v in values]
-        return dict(zip(lengths, map(float, values)))
+        out = dict(zip(lengths, map(float, values)))
+        self.packed_squares = out.pop(PACKED - 1, 0.0)
+        return out
 
 
 class TrainingMeter:
@@ -204,6 +231,7 @@ class TrainingMeter:
         )
         self.meter: Optional[Meter] = None
         self.tokens = TokenCounter()
+        self._warned_packed = False
         self.timer: Optional[RegionTimer] = None
         self.device = torch.device("cpu")
 
@@ -268,6 +296,27 @@ class TrainingMeter:
         self.last_step_end = self.interval_start
         self.paused = 0.0
 
+    def _packed_flops(self, tokens: float, squares: float) -> float:
+        """The model FLOPs of packed documents from their tokens and the sum of their squared lengths:
+        n tokens at (a + c n) each make a n + c n², summed over the documents. A count that is not linear
+        in the length (attention windows) is taken at the token-weighted mean length instead, and said."""
+        linear = _linear_count(self.meter)
+        if linear is not None:
+            a, c = linear
+            return a * tokens + c * squares
+        if not self._warned_packed and is_local_zero():
+            from .. import MfuWarning
+
+            self._warned_packed = True
+            warnings.warn(
+                "mfu: packed documents under a FLOPs count not linear in the sequence length (attention "
+                "windows): counted at their token-weighted mean length",
+                MfuWarning,
+                stacklevel=2,
+            )
+        mean = max(1, round(squares / tokens)) if tokens else 1
+        return tokens * self.meter.flops_per_token_at(mean)
+
     # Micro-batches: forward and backward.
     def micro_begin(self, inputs: Any) -> None:
         self.tokens.add(inputs)
@@ -306,7 +355,9 @@ class TrainingMeter:
         tokens = sum(by_len.values())
         flops = None
         if self._config_ok:
-            flops = sum(t * self.meter.flops_per_token_at(n) for n, t in by_len.items())
+            flops = sum(t * self.meter.flops_per_token_at(n) for n, t in by_len.items() if n != PACKED)
+            if PACKED in by_len:
+                flops += self._packed_flops(by_len[PACKED], self.tokens.packed_squares)
         if self.world > 1:
             local = [tokens, padded, math.nan if flops is None else flops, wall,
                      math.nan if fwd_bwd is None else fwd_bwd]
@@ -328,6 +379,16 @@ class TrainingMeter:
         self.paused = 0.0
         self.interval_start = self.last_step_end = _now()
         return self.meter.compute()
+
+
+def _linear_count(meter: Meter) -> Optional[tuple]:
+    """(a, c) where the meter's FLOPs per token at sequence length n are a + c * n for every n (mfu's
+    count without attention windows), else None."""
+    f1, f2 = meter.flops_per_token_at(1), meter.flops_per_token_at(2)
+    c = f2 - f1
+    a = f1 - c
+    far = meter.flops_per_token_at(8192)
+    return (a, c) if math.isclose(far, a + c * 8192, rel_tol=1e-9) else None
 
 
 def tf32_enabled(device: torch.device) -> bool:
