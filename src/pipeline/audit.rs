@@ -271,31 +271,54 @@ pub fn audit_runs(
             }
             continue;
         }
-        let column = |name: Option<&String>| -> PolarsResult<Vec<Option<f64>>> {
+        // A column's numbers, divided by `per_unit` (100 where the framework writes its MFU in
+        // percent); a figure written with its unit (`9.63%`) is text, read as `mfu enrich` reads a
+        // cell, `%` making it a fraction already.
+        let column = |name: Option<&str>, per_unit: f64| -> PolarsResult<Vec<Option<f64>>> {
             Ok(match name.and_then(|n| df.column(n).ok()) {
-                // A figure written with its unit (`9.63%`) is text: its number.
                 Some(c) if c.dtype() == &DataType::String => c
                     .str()?
                     .iter()
-                    .map(|s| s.and_then(|s| s.trim().trim_end_matches('%').trim().parse().ok()))
+                    .map(|cell| {
+                        let cell = cell?;
+                        let n = crate::values::parse_cell(cell).ok()??.value;
+                        Some(if cell.trim_end().ends_with('%') {
+                            n
+                        } else {
+                            n / per_unit
+                        })
+                    })
                     .collect(),
-                Some(c) => c.cast(&DataType::Float64)?.f64()?.iter().collect(),
+                Some(c) => c
+                    .cast(&DataType::Float64)?
+                    .f64()?
+                    .iter()
+                    .map(|v| v.map(|v| v / per_unit))
+                    .collect(),
                 None => vec![None; df.height()],
             })
         };
-        let percent = recognised
-            .as_ref()
-            .is_some_and(|r| r.framework.mfu_unit == Some(Unit::Percent));
+        let per_unit = match recognised.as_ref().and_then(|r| r.framework.mfu_unit) {
+            Some(Unit::Percent) => 100.0,
+            _ => 1.0,
+        };
         let logged = if unnamed {
             (0..df.height()).map(|r| v.logged_mfu.get(r)).collect()
         } else {
-            column(recognised.as_ref().and_then(|r| r.mfu_column.as_ref())).map_err(combine)?
+            column(
+                recognised.as_ref().and_then(|r| r.mfu_column.as_deref()),
+                per_unit,
+            )
+            .map_err(combine)?
         };
-        let tflops =
-            column(recognised.as_ref().and_then(|r| r.tflops_column.as_ref())).map_err(combine)?;
-        let mfu = column(Some(&MFU_WALL_CLOCK.to_string())).map_err(combine)?;
-        let peak = column(Some(&PEAK_FLOPS_PER_DEVICE.to_string())).map_err(combine)?;
-        let rate = column(Some(&TOKENS_PER_SECOND.to_string())).map_err(combine)?;
+        let tflops = column(
+            recognised.as_ref().and_then(|r| r.tflops_column.as_deref()),
+            1.0,
+        )
+        .map_err(combine)?;
+        let mfu = column(Some(MFU_WALL_CLOCK), 1.0).map_err(combine)?;
+        let peak = column(Some(PEAK_FLOPS_PER_DEVICE), 1.0).map_err(combine)?;
+        let rate = column(Some(TOKENS_PER_SECOND), 1.0).map_err(combine)?;
         for row in 0..df.height() {
             let at = run_of(row, &mut runs);
             let run = &mut runs[at];
@@ -310,7 +333,7 @@ pub fn audit_runs(
             run.rows.push((
                 step,
                 Row {
-                    mfu_logged: logged[row].map(|m| if percent { m / 100.0 } else { m }),
+                    mfu_logged: logged[row],
                     tflops_logged: tflops[row],
                     tokens_per_second_per_device: rate[row].zip(devices).map(|(r, n)| r / n),
                     mfu: mfu[row],
