@@ -77,11 +77,12 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 }
             });
         }
-        Ok(match format.table_format() {
-            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
-            None => RunsOutput::Text(json_text(&key_names, &runs)?),
-            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-        })
+        RunsOutput::of(
+            format,
+            || table_text(&key_names, &runs),
+            || json_text(&key_names, &runs),
+            || Ok(to_frame(&key_names, &runs)?),
+        )
     })
 }
 

@@ -7,7 +7,7 @@ use clap::Args;
 use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, run_per_run, RunsOutput, RunsOutputArgs};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -49,11 +49,12 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     options.every_attempt = true;
     run_per_run(&args.source, &options, &args.out, |loaded, format| {
         let (key_names, runs) = goodput_runs(loaded, &args.by)?;
-        Ok(match format.table_format() {
-            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
-            None => RunsOutput::Text(json_text(&key_names, &runs)?),
-            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-        })
+        RunsOutput::of(
+            format,
+            || table_text(&key_names, &runs),
+            || json_text(&key_names, &runs),
+            || Ok(to_frame(&key_names, &runs)?),
+        )
     })
 }
 

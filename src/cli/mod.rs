@@ -201,6 +201,23 @@ pub enum RunsOutput {
     Frame(mfu::write::Frame, mfu::write::OutputFormat),
 }
 
+impl RunsOutput {
+    /// A per-run command's runs in `format`: its aligned table for reading, its JSON text, or its frame
+    /// for CSV and Parquet.
+    pub fn of(
+        format: RunsFormat,
+        table: impl FnOnce() -> String,
+        json: impl FnOnce() -> anyhow::Result<String>,
+        frame: impl FnOnce() -> anyhow::Result<mfu::write::Frame>,
+    ) -> anyhow::Result<RunsOutput> {
+        Ok(match format.table_format() {
+            None if format == RunsFormat::Table => RunsOutput::Text(table()),
+            None => RunsOutput::Text(json()?),
+            Some(written) => RunsOutput::Frame(frame()?, written),
+        })
+    }
+}
+
 /// What every per-run command does around its own work: the plan of `options`, the inputs loaded
 /// (progress on standard error), an output that may be a URL, the format chosen, `produce` asked for
 /// what to write (given the loaded inputs and that format), written atomically, uploaded, and the exit

@@ -8,7 +8,7 @@ use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, tflops_text, RunsFormat, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, run_per_run, tflops_text, RunsOutput, RunsOutputArgs};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -49,11 +49,12 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
             args.skip_steps as f64,
             args.source.logged_peak_flops,
         )?;
-        Ok(match format.table_format() {
-            None if format == RunsFormat::Table => RunsOutput::Text(table_text(&key_names, &runs)),
-            None => RunsOutput::Text(json_text(&key_names, &runs)?),
-            Some(table) => RunsOutput::Frame(to_frame(&key_names, &runs)?, table),
-        })
+        RunsOutput::of(
+            format,
+            || table_text(&key_names, &runs),
+            || json_text(&key_names, &runs),
+            || Ok(to_frame(&key_names, &runs)?),
+        )
     })
 }
 
