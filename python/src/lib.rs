@@ -574,6 +574,28 @@ fn load_runs(
     Ok((loaded, warnings))
 }
 
+/// What the per-run functions share: the inputs (files or Arrow data) loaded without the GIL, `runs`
+/// made of them into a frame, and the frame handed to Python with the loading's warnings.
+fn per_run_table<'py>(
+    py: Python<'py>,
+    paths: Option<Vec<String>>,
+    data: Option<&Bound<'py, PyAny>>,
+    options: Options,
+    what: &str,
+    runs: impl FnOnce(&[(String, mfu::pipeline::Loaded)]) -> Result<mfu::write::Frame, PipelineError>
+        + Send,
+) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
+    let imported = data.map(import_stream).transpose()?;
+    let (batch, warnings) = py
+        .detach(|| -> Result<_, PipelineError> {
+            let (loaded, warnings) = load_runs(paths, imported, options, what)?;
+            let frame = runs(&loaded)?;
+            Ok((frame_batch(&frame, Default::default())?, warnings))
+        })
+        .map_err(py_error)?;
+    table_out(py, batch, warnings)
+}
+
 /// One row per run over files (`paths`) or Arrow data (`data`, enriched first or taken as enriched);
 /// gives (a RecordBatchReader, warnings).
 #[pyfunction]
@@ -588,16 +610,10 @@ fn summary<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
     let options = options_from(options)?;
     let logged_peak_flops = options.logged_peak_flops;
-    let imported = data.map(import_stream).transpose()?;
-    let (batch, warnings) = py
-        .detach(|| -> Result<_, PipelineError> {
-            let (loaded, warnings) = load_runs(paths, imported, options, "summary")?;
-            let (keys, runs) = summarize_runs(&loaded, &by, skip_steps as f64, logged_peak_flops)?;
-            let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-            Ok((frame_batch(&frame, Default::default())?, warnings))
-        })
-        .map_err(py_error)?;
-    table_out(py, batch, warnings)
+    per_run_table(py, paths, data, options, "summary", |loaded| {
+        let (keys, runs) = summarize_runs(loaded, &by, skip_steps as f64, logged_peak_flops)?;
+        mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)
+    })
 }
 
 /// Where each run's time went, over files (`paths`) or Arrow data (`data`): the columns of `mfu
@@ -615,17 +631,10 @@ fn goodput<'py>(
     // A run's time needs only its steps and times, as on the command line.
     options.optional_fields = true;
     options.every_attempt = true;
-    let imported = data.map(import_stream).transpose()?;
-    let (batch, warnings) = py
-        .detach(|| -> Result<_, PipelineError> {
-            let (loaded, warnings) = load_runs(paths, imported, options, "goodput")?;
-            let (keys, runs) = mfu::pipeline::goodput::goodput_runs(&loaded, &by)?;
-            let frame =
-                mfu::pipeline::goodput::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-            Ok((frame_batch(&frame, Default::default())?, warnings))
-        })
-        .map_err(py_error)?;
-    table_out(py, batch, warnings)
+    per_run_table(py, paths, data, options, "goodput", |loaded| {
+        let (keys, runs) = mfu::pipeline::goodput::goodput_runs(loaded, &by)?;
+        mfu::pipeline::goodput::to_frame(&keys, &runs).map_err(PipelineError::Combine)
+    })
 }
 
 /// The MFU or TFLOP/s each run's framework logged beside mfu's, over files (`paths`) or Arrow data
@@ -643,18 +652,10 @@ fn audit<'py>(
     // A figure is audited without a FLOPs count (the peak half), as on the command line.
     options.optional_fields = true;
     let logged_peak_flops = options.logged_peak_flops;
-    let imported = data.map(import_stream).transpose()?;
-    let (batch, warnings) = py
-        .detach(|| -> Result<_, PipelineError> {
-            let (loaded, warnings) = load_runs(paths, imported, options, "audit")?;
-            let (keys, runs) =
-                mfu::pipeline::audit::audit_runs(&loaded, &by, logged_peak_flops, false)?;
-            let frame =
-                mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-            Ok((frame_batch(&frame, Default::default())?, warnings))
-        })
-        .map_err(py_error)?;
-    table_out(py, batch, warnings)
+    per_run_table(py, paths, data, options, "audit", |loaded| {
+        let (keys, runs) = mfu::pipeline::audit::audit_runs(loaded, &by, logged_peak_flops, false)?;
+        mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)
+    })
 }
 
 /// (canonical device, peak FLOP/s, why it is null, what to do about it), as `resolve` gives them.
