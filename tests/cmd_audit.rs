@@ -1,7 +1,7 @@
 //! `mfu audit` on real logs (tests/data/logs, each with its SOURCE.md), every figure checked against the
 //! hand audit in docs/audit.md.
 
-use crate::util::{csv_rows, Workdir};
+use crate::util::{number, ok_csv, Workdir};
 
 /// `mfu audit LOG FLAGS --format csv` of a corpus log: its one row.
 fn audited(log: &str, flags: &[&str]) -> std::collections::HashMap<String, String> {
@@ -9,27 +9,14 @@ fn audited(log: &str, flags: &[&str]) -> std::collections::HashMap<String, Strin
         .join("tests/data/logs")
         .join(log);
     let wd = Workdir::new("audit");
-    let out = wd
-        .mfu()
-        .args(["audit", "--quiet", "--format", "csv"])
-        .arg(&path)
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let mut rows = ok_csv(
+        wd.mfu()
+            .args(["audit", "--quiet", "--format", "csv"])
+            .arg(&path)
+            .args(flags),
     );
-    let mut rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(rows.len(), 1);
     rows.remove(0)
-}
-
-fn number(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
-    row[key]
-        .parse()
-        .unwrap_or_else(|_| panic!("{key}: '{}'", row[key]))
 }
 
 fn near(row: &std::collections::HashMap<String, String>, key: &str, hand: f64, tolerance: f64) {
@@ -226,22 +213,17 @@ fn a_logged_mfu_no_framework_names_is_audited_against_the_users_peak() {
     }
     let table = wd.create("metrics.csv", csv);
     let run = |flags: &[&str]| {
-        let out = wd
-            .mfu()
-            .args([
-                "audit", "--quiet", "--format", "csv", "--device", "H100 SXM", "--dtype", "bf16",
-            ])
-            .args(["--num-devices", "1", "--flops-per-token", "1e9"])
-            .args(flags)
-            .arg(&table)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        csv_rows(&String::from_utf8(out.stdout).unwrap()).remove(0)
+        ok_csv(
+            wd.mfu()
+                .args([
+                    "audit", "--quiet", "--format", "csv", "--device", "H100 SXM", "--dtype",
+                    "bf16",
+                ])
+                .args(["--num-devices", "1", "--flops-per-token", "1e9"])
+                .args(flags)
+                .arg(&table),
+        )
+        .remove(0)
     };
     let row = run(&[]);
     assert_eq!(row["framework"], "an unknown framework");
@@ -297,27 +279,20 @@ fn per_row_the_logged_figure_stands_beside_mfus() {
     let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/logs/torchtitan__qiu023-rtx5090-llama3-150m.log");
     let wd = Workdir::new("audit_rows");
-    let out = wd
-        .mfu()
-        .args([
-            "audit",
-            "--quiet",
-            "--per-row",
-            "--format",
-            "csv",
-            "--dtype",
-            "bf16",
-        ])
-        .args(["--flops-per-token", "1270480896"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let rows = ok_csv(
+        wd.mfu()
+            .args([
+                "audit",
+                "--quiet",
+                "--per-row",
+                "--format",
+                "csv",
+                "--dtype",
+                "bf16",
+            ])
+            .args(["--flops-per-token", "1270480896"])
+            .arg(&log),
     );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(rows.len(), 102);
     // Step 100: `tps: 70,848  tflops: 48.15  mfu: 15.43%` (docs/audit.md works it by hand).
     let row = rows.iter().find(|r| r["step"] == "100.0").unwrap();
@@ -349,30 +324,24 @@ fn mfus_own_callbacks_agree_with_mfu() {
         ));
     }
     let table = wd.create("meter.csv", csv);
-    let out = wd
-        .mfu()
-        .args(["audit", "--quiet", "--format", "csv"])
-        .args([
-            "--map",
-            "step_time=perf/step_s",
-            "--map",
-            "tokens=perf/tokens",
-        ])
-        .args([
-            "--map",
-            "flops_per_token=perf/flops_per_token",
-            "--map",
-            "num_devices=perf/num_devices",
-        ])
-        .arg(&table)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let row = csv_rows(&String::from_utf8(out.stdout).unwrap()).remove(0);
+    let row = ok_csv(
+        wd.mfu()
+            .args(["audit", "--quiet", "--format", "csv"])
+            .args([
+                "--map",
+                "step_time=perf/step_s",
+                "--map",
+                "tokens=perf/tokens",
+            ])
+            .args([
+                "--map",
+                "flops_per_token=perf/flops_per_token",
+                "--map",
+                "num_devices=perf/num_devices",
+            ])
+            .arg(&table),
+    )
+    .remove(0);
     assert_eq!(row["framework"], "mfu");
     assert_eq!(number(&row, "peak_logged"), 989.4e12);
     near(&row, "ratio", 1.0, 1e-12);

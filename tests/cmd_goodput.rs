@@ -1,7 +1,7 @@
 //! `mfu goodput` on logs written here with a known history: a crash, a rollback to the last checkpoint,
 //! a pause, a compilation step and time down between attempts, each bucket checked to the second.
 
-use crate::util::{csv_rows, Workdir};
+use crate::util::{number, ok_csv, OkStdout, Workdir};
 
 /// A torchtitan console log of `attempts` (first step, last step, seconds down before it), steps of 2 s,
 /// each attempt's first step 30 s slower, 40 s of checkpointing after step 50 of the first attempt.
@@ -54,19 +54,12 @@ fn goodput_rows(
     input: &std::path::Path,
     flags: &[&str],
 ) -> Vec<std::collections::HashMap<String, String>> {
-    let out = wd
-        .mfu()
-        .args(["goodput", "--quiet", "--format", "csv"])
-        .arg(input)
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    csv_rows(&String::from_utf8(out.stdout).unwrap())
+    ok_csv(
+        wd.mfu()
+            .args(["goodput", "--quiet", "--format", "csv"])
+            .arg(input)
+            .args(flags),
+    )
 }
 
 #[test]
@@ -141,10 +134,8 @@ fn json_and_table_say_the_same_and_a_run_without_wall_times_says_what_it_cannot_
         .args(["goodput", "--quiet", "--format", "json"])
         .arg(&log)
         .args(FLAGS)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .ok_stdout();
+    let runs: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(runs[0]["attempts"], 2);
     assert_eq!(runs[0]["steps_redone"], 10);
     assert_eq!(runs[0]["recovery_s"], 100.0);
@@ -153,9 +144,8 @@ fn json_and_table_say_the_same_and_a_run_without_wall_times_says_what_it_cannot_
         .args(["goodput", "--quiet", "--format", "table"])
         .arg(&log)
         .args(FLAGS)
-        .output()
-        .unwrap();
-    let table = String::from_utf8(table.stdout).unwrap();
+        .ok_stdout();
+    let table = String::from_utf8(table).unwrap();
     assert!(table.contains("0:01:40"), "{table}"); // recovery
     assert!(table.contains("60/70"), "{table}");
 
@@ -361,12 +351,6 @@ fn real_run(name: &str) -> std::collections::HashMap<String, String> {
     rows.remove(0)
 }
 
-fn number(run: &std::collections::HashMap<String, String>, key: &str) -> f64 {
-    run[key]
-        .parse()
-        .unwrap_or_else(|_| panic!("{key}: {}", run[key]))
-}
-
 fn buckets_add_up(run: &std::collections::HashMap<String, String>) {
     let sum: f64 = [
         "productive_s",
@@ -470,19 +454,16 @@ fn a_resumed_tensorboard_run_keeps_every_attempts_steps_for_goodput_only() {
     assert_eq!(n("wasted_progress_s"), 5.0 * 2.5);
     assert_eq!(n("recovery_s"), 950.0);
     // `mfu enrich` of the same folder keeps TensorBoard's rule: one row a step, the later file's.
-    let out = wd
-        .mfu()
-        .args(["enrich", "--quiet", "-o", "-", "--num-devices", "1"])
-        .args(["--flops-per-token", "1e9"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        ok_csv(
+            wd.mfu()
+                .args(["enrich", "--quiet", "-o", "-", "--num-devices", "1"])
+                .args(["--flops-per-token", "1e9"])
+                .arg(&run)
+        )
+        .len(),
+        25
     );
-    assert_eq!(csv_rows(&String::from_utf8(out.stdout).unwrap()).len(), 25);
 }
 
 #[test]

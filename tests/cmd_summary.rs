@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::util::OkStdout;
-use crate::util::{csv_rows, fixtures, Workdir};
+use crate::util::{fixtures, ok_csv, Workdir};
 
 const H100: f64 = 989.4e12;
 
@@ -255,19 +255,12 @@ fn a_run_with_its_frameworks_own_mfu_gets_the_audit_of_it() {
     let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/logs/torchtitan__qiu023-rtx5090-llama3-150m.log");
     let wd = Workdir::new("summary_audit");
-    let out = wd
-        .mfu()
-        .args(["summary", "--quiet", "--format", "csv", "--dtype", "bf16"])
-        .args(["--flops-per-token", "1270480896"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let rows = ok_csv(
+        wd.mfu()
+            .args(["summary", "--quiet", "--format", "csv", "--dtype", "bf16"])
+            .args(["--flops-per-token", "1270480896"])
+            .arg(&log),
     );
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(rows[0]["framework"], "torchtitan");
     assert_eq!(rows[0]["mfu_logged"], "0.15505");
     assert!(
@@ -281,9 +274,8 @@ fn a_run_with_its_frameworks_own_mfu_gets_the_audit_of_it() {
         .args(["summary", "--quiet", "--format", "table", "--dtype", "bf16"])
         .args(["--flops-per-token", "1270480896"])
         .arg(&log)
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+        .ok_stdout();
+    let text = String::from_utf8(out).unwrap();
     assert!(
         text.contains("logged MFU %") && text.contains("15.5 (torchtitan)"),
         "{text}"

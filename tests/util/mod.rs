@@ -118,6 +118,18 @@ pub fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
     r.deserialize().map(Result::unwrap).collect()
 }
 
+/// The CSV a command that must succeed writes to standard output, as rows.
+pub fn ok_csv(command: &mut Command) -> Vec<std::collections::HashMap<String, String>> {
+    csv_rows(&String::from_utf8(command.ok_stdout()).unwrap())
+}
+
+/// A row's cell as a number; a failure names the column and what it held.
+pub fn number(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: '{}'", row[key]))
+}
+
 /// A Parquet file read with arrow-rs: the columns (as one batch) and the file's key-value metadata.
 pub fn read_parquet(
     path: &std::path::Path,
