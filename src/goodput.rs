@@ -112,7 +112,7 @@ pub struct Goodput {
 }
 
 /// The median of `values` (reordered in place, in linear time); `None` when empty.
-fn median(values: &mut [f64]) -> Option<f64> {
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
     let n = values.len();
     if n == 0 {
         return None;

@@ -218,18 +218,10 @@ pub struct Audit {
     pub notes: Vec<String>,
 }
 
+/// The median of the finite `values` (goodput's, in linear time).
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.retain(|v| v.is_finite());
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    })
+    crate::goodput::median(&mut values)
 }
 
 fn positive(v: Option<f64>) -> Option<f64> {
