@@ -89,10 +89,14 @@ fn json_lines_have_exactly_the_contract_keys() {
         .contains("Google Cloud TPU docs"));
     assert_eq!(documents[0]["kind"], "vendor");
     assert!(lines[2]["documents"].as_array().unwrap().is_empty());
-    // T4's vendor datasheet comes first although its source cell cites project tables first.
+    // T4's vendor documents (its datasheet, then the whitepapers that tabulate it) come before the project
+    // tables its source cell also cites.
     let t4 = lines[1]["documents"].as_array().unwrap();
+    let kinds: Vec<&str> = t4.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(t4[0]["key"], "V_NV_T4");
-    assert!(t4[1..].iter().all(|d| d["kind"] != "vendor"));
+    assert_eq!(t4[1]["key"], "V_NV_TURING_WP");
+    assert_eq!(kinds[..3], ["vendor"; 3], "{kinds:?}");
+    assert!(kinds[3..].iter().all(|k| *k != "vendor"), "{kinds:?}");
     assert_eq!(lines[0]["peak_flops_per_device"].as_f64(), Some(197e12));
     // T4 is known but has no bf16 rate: the device is named, the peak is null.
     assert_eq!(lines[1]["device"], "T4");
