@@ -22,11 +22,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// A reader that went away (`mfu peaks | head`) is not a failure.
+/// A reader that went away (`mfu peaks | head`) is not a failure. The csv and serde_json writers keep the
+/// I/O error inside their own error instead of giving it as a `source()`, so they are asked directly.
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
     err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.kind() == BrokenPipe;
+        }
+        if let Some(e) = cause.downcast_ref::<csv::Error>() {
+            return matches!(e.kind(), csv::ErrorKind::Io(io) if io.kind() == BrokenPipe);
+        }
+        if let Some(e) = cause.downcast_ref::<serde_json::Error>() {
+            return e.io_error_kind() == Some(BrokenPipe);
+        }
+        false
     })
 }

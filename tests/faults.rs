@@ -377,3 +377,41 @@ fn sigkill_mid_write_leaves_no_partial_output_nor_temporary_file() {
         }
     }
 }
+
+/// A reader that stops early (`mfu peaks | head`) ends the command quietly with success, whichever writer
+/// (CSV, JSON, JSON lines) was writing when the pipe closed.
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    use std::io::Read;
+    let wd = Workdir::new("fault_pipe");
+    let mut text = String::from(HEADER);
+    for i in 0..20_000 {
+        text.push_str(&format!("{i},1,1000,1,1e9,NVIDIA L4,bf16\n"));
+    }
+    wd.create("big.csv", text);
+    let names = vec!["NVIDIA H100 80GB HBM3"; 200];
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["peaks", "--format", "csv"],
+        vec!["peaks", "--format", "json"],
+        [&["lookup", "--json"][..], &names[..]].concat(),
+        vec!["enrich", "big.csv", "-o", "-"],
+        vec!["enrich", "big.csv", "-o", "-", "--output-format", "jsonl"],
+    ];
+    for args in commands {
+        let mut child = <Command as assert_cmd::cargo::CommandCargoExt>::cargo_bin("mfu")
+            .unwrap()
+            .current_dir(wd.path(""))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is dropped here: the rest of the output meets a closed pipe.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

@@ -28,7 +28,7 @@ pub(crate) fn write_csv(
     out: &mut (impl Write + Send + ?Sized),
     header: bool,
 ) -> Result<(), WriteError> {
-    let encode = |e: PolarsError| WriteError::encode(OutputFormat::Csv, e);
+    let encode = |e: PolarsError| WriteError::from_polars(OutputFormat::Csv, e);
     let mut converted = super::text_values::bytes_as_text(df).map_err(encode)?;
     let as_json: Vec<usize> = converted
         .as_ref()

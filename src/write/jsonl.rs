@@ -25,7 +25,7 @@ pub(crate) fn write_jsonl(
     df: &mut DataFrame,
     out: &mut (impl Write + Send + ?Sized),
 ) -> Result<(), WriteError> {
-    let encode = |e: PolarsError| WriteError::encode(OutputFormat::Jsonl, e);
+    let encode = |e: PolarsError| WriteError::from_polars(OutputFormat::Jsonl, e);
     // polars' JSON writer has no bytes (it panics on them): they are written as text first.
     let mut converted = super::text_values::bytes_as_text(df).map_err(encode)?;
     let df = match converted.as_mut() {

@@ -14,7 +14,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::Path;
 
-use polars::prelude::DataFrame;
+use polars::prelude::{DataFrame, PolarsError};
 
 /// The table a command writes, for front ends that do not name polars.
 pub type Frame = DataFrame;
@@ -90,6 +90,13 @@ pub enum WriteError {
         format: OutputFormat,
         message: String,
     },
+    /// The output itself failed (a full disk, a reader that went away) while a format's writer was
+    /// writing it; [`write_file`] and [`write_stdout`] turn it into [`WriteError::Io`] with the path.
+    #[error("cannot write {format}: {source}")]
+    Output {
+        format: OutputFormat,
+        source: std::io::Error,
+    },
 }
 
 impl WriteError {
@@ -97,6 +104,29 @@ impl WriteError {
         WriteError::Encode {
             format,
             message: e.to_string(),
+        }
+    }
+
+    /// A polars writer's error: the output's own I/O failure keeps its kind (so a closed pipe is still
+    /// recognised as one), anything else is an encoding failure.
+    fn from_polars(format: OutputFormat, e: PolarsError) -> WriteError {
+        match e {
+            PolarsError::IO { error, .. } => WriteError::Output {
+                format,
+                source: std::io::Error::new(error.kind(), error.to_string()),
+            },
+            e => WriteError::encode(format, e),
+        }
+    }
+
+    /// An [`WriteError::Output`] failure named by the output's path.
+    fn at(self, path: &str) -> WriteError {
+        match self {
+            WriteError::Output { source, .. } => WriteError::Io {
+                path: path.to_string(),
+                source,
+            },
+            e => e,
         }
     }
 }
@@ -121,7 +151,10 @@ pub fn write_file(
     let mut pending = atomic::PendingFile::beside(path).map_err(io)?;
     {
         let mut buffered = std::io::BufWriter::with_capacity(1 << 20, pending.file());
-        format.writer().write(df, metadata, &mut buffered)?;
+        format
+            .writer()
+            .write(df, metadata, &mut buffered)
+            .map_err(|e| e.at(&shown))?;
         buffered.flush().map_err(io)?;
     }
     pending.publish(path, force).map_err(|e| match e.kind() {
@@ -153,7 +186,10 @@ pub fn write_stdout(
     metadata: &Metadata,
 ) -> Result<(), WriteError> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout());
-    format.writer().write(df, metadata, &mut out)?;
+    format
+        .writer()
+        .write(df, metadata, &mut out)
+        .map_err(|e| e.at("-"))?;
     out.flush().map_err(|source| WriteError::Io {
         path: "-".into(),
         source,
