@@ -23,7 +23,8 @@ fn csv_lists_rows_per_device_and_dtype() {
             "form_factor",
             "dtype",
             "peak_flops",
-            "source"
+            "source",
+            "source_kind"
         ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
@@ -34,6 +35,13 @@ fn csv_lists_rows_per_device_and_dtype() {
         .any(|r| &r[1] == "T4" || r[1].starts_with("V100")));
     let h100 = rows.iter().find(|r| &r[1] == "H100 SXM5").unwrap();
     assert_eq!(h100[4].parse::<f64>().unwrap(), 989.4e12);
+    // Each row says what kind of document backs it: the H100's datasheet, other projects' tables for
+    // the A800, whose datasheet was not read.
+    assert_eq!(&h100[6], "vendor");
+    let a800 = rows.iter().find(|r| &r[1] == "A800 SXM4").unwrap();
+    assert_eq!(&a800[6], "project");
+    let counts = |kind: &str| rows.iter().filter(|r| &r[6] == kind).count();
+    assert!(counts("vendor") > counts("project") + counts("secondary"));
 }
 
 #[test]
@@ -50,6 +58,7 @@ fn json_and_table_formats() {
         .find(|r| r["device"] == "TPU v5e" && r["dtype"] == "bf16")
         .unwrap();
     assert_eq!(v5e["peak_flops"].as_f64(), Some(197e12));
+    assert_eq!(v5e["source_kind"], "vendor");
     assert!(
         !rows.iter().any(|r| r["dtype"] == "fp32"),
         "TPUs publish no fp32 rate"
@@ -66,7 +75,7 @@ fn json_and_table_formats() {
     assert!(lines[0].starts_with("vendor  device"));
     assert!(lines
         .iter()
-        .any(|l| l.contains("Instinct MI300X") && l.contains("2614.9")));
+        .any(|l| l.contains("Instinct MI300X") && l.contains("2614.9") && l.contains("vendor")));
     // Right-aligned numbers: every TFLOP/s value ends in the same column.
     let ends: BTreeSet<usize> = lines[1..]
         .iter()

@@ -6,19 +6,22 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
-use mfu::peaks::{legend, Dtype};
+use mfu::peaks::{legend, source_kind, Dtype};
 
 use super::{aligned_table, list_format_or_default, tflops_text, ListFormat, PeakTableArgs};
 
 /// List the dense peak FLOP/s table.
 ///
-/// One row per device and precision that has a published dense rate, with its source. Precisions a device
-/// lacks (bf16 on a T4 or V100) are absent: MFU for them is null. With --sources, the legend of the source
+/// One row per device and precision that has a published dense rate, with its source and the kind of the
+/// best document that source cites (source_kind: vendor, secondary, project or measurement; empty for a
+/// source that cites no legend key). Precisions a device lacks (bf16 on a T4 or V100) are absent: MFU for
+/// them is null. With --sources, the legend of the source
 /// keys instead: what kind of document each is (vendor, secondary, project, measurement), what it is and
 /// where it was read.
 ///
 /// Examples:
 ///   mfu peaks --vendor nvidia --dtype bf16
+///   mfu peaks --format csv | grep -v ',vendor$'    # figures no vendor document backs
 ///   mfu peaks --sources
 ///   mfu peaks --format json | jq '.[] | select(.device == "H100 SXM5")'
 ///   mfu peaks --peaks my_cluster.csv --format csv > peaks.csv
@@ -55,6 +58,8 @@ struct PeakRow<'a> {
     /// FLOP/s.
     peak_flops: f64,
     source: &'a str,
+    /// The kind of the best document `source` cites; `None` when it cites no legend key.
+    source_kind: Option<&'static str>,
 }
 
 pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
@@ -83,6 +88,7 @@ pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
                     dtype: d.as_str(),
                     peak_flops: p,
                     source: &e.source,
+                    source_kind: source_kind(&e.source).map(|k| k.as_str()),
                 })
             })
         })
@@ -99,12 +105,20 @@ pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
                         r.device.to_string(),
                         r.dtype.to_string(),
                         tflops_text(r.peak_flops),
+                        r.source_kind.unwrap_or("-").to_string(),
                         r.form_factor.to_string(),
                     ]
                 })
                 .collect();
             let text = aligned_table(
-                &["vendor", "device", "dtype", "TFLOP/s", "form factor"],
+                &[
+                    "vendor",
+                    "device",
+                    "dtype",
+                    "TFLOP/s",
+                    "source",
+                    "form factor",
+                ],
                 &cells,
             );
             out.write_all(text.as_bytes())?;
@@ -122,6 +136,7 @@ pub fn run(args: &PeaksArgs) -> anyhow::Result<ExitCode> {
                     "dtype",
                     "peak_flops",
                     "source",
+                    "source_kind",
                 ])?;
             }
             w.flush()?;

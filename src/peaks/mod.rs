@@ -15,7 +15,7 @@ use std::sync::{Arc, LazyLock};
 pub use matcher::{Found, MatchOutcome, Matcher, NoMatch};
 pub use pattern::{normalize, tokenize, Pattern};
 pub use precision::{parse_dtype, parse_precision, Dtype, Precision};
-pub use sources::{cited_in, cites_vendor, legend, Source, SourceKind};
+pub use sources::{cited_in, cites_vendor, legend, source_kind, Source, SourceKind};
 pub use table::{FlopsPerSecond, PeakEntry, PeakTable, TableError};
 
 /// How peaks are resolved beyond the table itself.

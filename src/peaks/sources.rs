@@ -81,11 +81,15 @@ pub fn cited_in(source: &str) -> Vec<&'static Source> {
     cited
 }
 
+/// The kind of the best document a source cell cites (vendor before secondary before project before
+/// measurement); `None` when it cites no legend key (a user's own table, an unkeyed citation).
+pub fn source_kind(source: &str) -> Option<SourceKind> {
+    cited_in(source).first().map(|s| s.kind)
+}
+
 /// Whether an entry's source cites at least one vendor document.
 pub fn cites_vendor(source: &str) -> bool {
-    cited_in(source)
-        .first()
-        .is_some_and(|s| s.kind == SourceKind::Vendor)
+    source_kind(source) == Some(SourceKind::Vendor)
 }
 
 #[cfg(test)]
