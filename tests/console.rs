@@ -276,3 +276,157 @@ fn a_console_log_on_standard_input_reads_with_its_shape_named() {
     let err = String::from_utf8_lossy(&unnamed.stderr);
     assert!(err.contains("--shape console"), "{err}");
 }
+
+/// `mfu enrich LOG -o - -v ARGS`, which must succeed: its rows and what it said.
+fn enrich_verbose(
+    log: &str,
+    args: &[&str],
+) -> (Vec<std::collections::HashMap<String, String>>, String) {
+    let wd = Workdir::new("console_fresh");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(logs().join(log))
+        .args(["-o", "-", "-v"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{log}: {err}");
+    (csv_rows(&String::from_utf8(out.stdout).unwrap()), err)
+}
+
+fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column}: {:?}", row.get(column)))
+}
+
+/// fairseq's `train_inner` lines (docs/shapes.md, fairseq__syngec-glat-enro-8x3090.expect.json). The
+/// model (a non-autoregressive translator with a graph encoder) has no FLOPs count anyone can work out
+/// from the log, so the FLOPs given are a stand-in and only the reading is checked.
+#[test]
+fn fairseq_updates_are_read_with_their_global_word_rate() {
+    let (rows, err) = enrich_verbose(
+        "fairseq__syngec-glat-enro-8x3090.log",
+        &["--flops-per-token", "1e9"],
+    );
+    assert!(err.contains("framework: fairseq"), "{err}");
+    // The Namespace dump (its `adam_betas='(0.9, 0.999)'` and a quoted JSON dict before the flags) and
+    // the per-rank GPU table give the count, the precision and the device.
+    assert!(
+        err.contains("num_devices=8 from 'distributed_world_size'"),
+        "{err}"
+    );
+    assert!(err.contains("dtype='fp16' from 'fp16'"), "{err}");
+    assert!(
+        err.contains("device_name='NVIDIA GeForce RTX 3090'"),
+        "{err}"
+    );
+    // The validation lines (`| valid | epoch 143 | ... | num_updates 40297`) are not steps.
+    assert!(err.contains("(62 evaluation)"), "{err}");
+    assert_eq!(rows.len(), 235);
+    // Update 40200: wps=132396, wpb=60718.4 (all eight GPUs); the step time is their ratio.
+    let row = rows.iter().find(|r| r["num_updates"] == "40200").unwrap();
+    assert_eq!(number(row, "tokens_per_second"), 132396.0);
+    assert!((number(row, "step_time_s") - 60718.4 / 132396.0).abs() < 1e-12);
+    assert_eq!(row["resolved_device"], "GeForce RTX 3090");
+    assert_eq!(number(row, "peak_flops_per_device"), 71e12);
+}
+
+/// GPT-NeoX's iteration lines look like Megatron's, and its argument dump pads every value with dots
+/// and a status word (`seq_length ..... 2048.......updated`).
+#[test]
+fn gpt_neox_argument_dump_gives_batch_length_and_precision() {
+    let (rows, err) = enrich_verbose(
+        "gpt-neox__zainsarwar-moe8top1-125m-1gpu.log",
+        &["--flops-per-token", "1327546368", "--device", "NVIDIA A40"],
+    );
+    // `precision ... bfloat16`, not fp32 from `bf16 ... {'enabled': True}` beside `fp16 ... None`.
+    assert!(
+        err.contains("dtype='bf16' from the argument dump's precision"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the global batch (the argument dump's train_batch_size"),
+        "{err}"
+    );
+    let row = rows.iter().find(|r| r["iteration"] == "30").unwrap();
+    assert_eq!(number(row, "tokens"), 18.0 * 2048.0);
+    // The hand figures of its expect.json, on an A40 (149.7 TFLOP/s bf16): 0.2521.
+    assert!((number(row, "tokens_per_second") - 28429.09).abs() < 0.01);
+    assert!((number(row, "mfu_wall_clock") - 0.2521).abs() < 1e-4);
+}
+
+/// PaddleNLP's Trainer lines: `[INFO] - loss: ..., global_step: 20, interval_runtime: 1.9257,
+/// interval_samples_per_second: 4.154, interval_steps_per_second: 5.193`.
+#[test]
+fn paddlenlp_steps_are_timed_by_their_interval_rate() {
+    let (rows, err) = enrich_verbose(
+        "paddlenlp__lemonnoel-fewclue-csl-ernie3-base-1gpu.log",
+        &["--flops-per-token", "1e9"],
+    );
+    assert!(err.contains("framework: paddlenlp"), "{err}");
+    assert_eq!(rows.len(), 70);
+    let row = rows.iter().find(|r| r["global_step"] == "20").unwrap();
+    assert!((number(row, "step_time_s") - 1.0 / 5.193).abs() < 1e-12);
+    // The logger's ` - ` is not part of the first key.
+    assert!(row.contains_key("loss"), "{:?}", row.keys());
+    // The samples rate this PaddleNLP version logs is one step's samples over the whole interval
+    // (8 / 1.9257 = 4.154 where 8 x 5.193 = 41.5 is true): it times nothing.
+    assert!(!err.contains("step_time_s = samples"), "{err}");
+}
+
+/// Unsloth's banner names the GPU (`GPU: NVIDIA A100-SXM4-40GB. Max memory: ...`) and says the GPU
+/// supports bf16 (`Bfloat16 = TRUE.`), which is not the run's precision.
+#[test]
+fn unsloth_banner_gives_the_device_but_not_the_precision() {
+    let (rows, err) = enrich_verbose(
+        "unsloth__araia-llama31-8b-qlora-a100.log",
+        // The log counts no tokens (batches padded to their longest example): a stand-in count.
+        &[
+            "--tokens-per-step",
+            "2048",
+            "--flops-per-token",
+            "45027950592",
+        ],
+    );
+    assert!(
+        err.contains("device_name='NVIDIA A100-SXM4-40GB' from 'gpu'"),
+        "{err}"
+    );
+    assert!(err.contains("dtype=missing"), "{err}");
+    assert!(err.contains("no precision: MFU is null"), "{err}");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["resolved_device"], "A100 SXM4");
+    assert!((number(&rows[0], "step_time_s") - 71.5487 / 60.0).abs() < 1e-12);
+}
+
+/// TRL's GRPO console: a model-loading bar before training, metric dicts with namespaced keys, and no
+/// run summary (the run was stopped at step 188).
+#[test]
+fn trl_console_without_a_summary_says_its_rows_are_the_bars() {
+    let (rows, err) = enrich_verbose(
+        "trl__trldapo-grpo-qwen25vl-3b-1gpu.log",
+        &[
+            "--tokens-per-step",
+            "945",
+            "--flops-per-token",
+            "1e9",
+            "--num-devices",
+            "1",
+        ],
+    );
+    // `'completions/max_length': 5.0` is a measurement, not the sequence length.
+    assert!(err.contains("seq_len=missing"), "{err}");
+    assert!(
+        err.contains("no run summary (train_runtime) in the log"),
+        "{err}"
+    );
+    // `Loading checkpoint shards: 100%|...| 2/2` counts shards: no row has its total of 2.
+    assert!(rows
+        .iter()
+        .all(|r| r["progress"] != "2" || r["progress elapsed (s)"] != "0.0"));
+    let steps: Vec<f64> = rows.iter().map(|r| number(r, "progress")).collect();
+    assert_eq!(steps.iter().cloned().fold(f64::MIN, f64::max), 188.0);
+}

@@ -131,7 +131,18 @@ impl ConfigFacts {
                 }
             }
             for pair in super::pairs::pairs(text) {
-                let Some((key, fact)) = sentence_fact(&fact_key(&pair.key), self.framework) else {
+                // A key under a metric's namespace (TRL's `'completions/max_length': 5.0`) names a
+                // measurement: it is a fact only as a whole (`trainer/n_gpus_per_node`), never by its
+                // last words.
+                let found = if pair.key.contains('/') && !pair.key.contains(char::is_whitespace) {
+                    let key = fact_key(&pair.key);
+                    vocabulary()
+                        .fact(&key, self.framework)
+                        .map(|fact| (key, fact))
+                } else {
+                    sentence_fact(&fact_key(&pair.key), self.framework)
+                };
+                let Some((key, fact)) = found else {
                     continue;
                 };
                 match (&pair.value, fact) {
@@ -150,16 +161,26 @@ impl ConfigFacts {
     }
 
     fn offer(&mut self, fact: Fact, key: &str, number: Option<f64>, text: &str, origin: &str) {
-        let text = text.trim().trim_matches(['\'', '"', ',']).to_string();
+        // Quotes and commas around a value are not part of it, nor is the full stop that ends a sentence
+        // (Unsloth's `GPU: NVIDIA A100-SXM4-40GB.`, `Bfloat16 = TRUE.`).
+        let text = text
+            .trim()
+            .trim_matches(['\'', '"', ','])
+            .trim_end_matches('.')
+            .to_string();
         // A precision is a word of the precision vocabulary, never a number (a metric named
-        // `precision` is a classification score); a flag is a boolean that is on.
+        // `precision` is a classification score); a flag is a boolean that is on. A count (devices,
+        // a batch, a length, a model dimension) is a whole number: `'completions/max_length': 71.4` is
+        // a metric's mean, not a sequence length.
         let accepted = match fact {
+            Fact::Ignore => false,
             Fact::Dtype => number.is_none() && dtype_word(&text).is_some(),
             Fact::DtypeFlags | Fact::Gated | Fact::Tied | Fact::Untied => {
                 number.is_some_and(|n| n > 0.0) || is_true(&text)
             }
             Fact::Activation | Fact::Device => number.is_none() && !text.is_empty(),
-            _ => number.is_some_and(|n| n.is_finite() && n > 0.0),
+            Fact::LoggedPeakFlops => number.is_some_and(|n| n.is_finite() && n > 0.0),
+            _ => number.is_some_and(|n| n.is_finite() && n > 0.0 && n.fract() == 0.0),
         };
         if fact == Fact::DtypeFlags && accepted {
             // bf16: True, fp16: True, fp8: hybrid: the flag's name is the precision.
@@ -475,11 +496,30 @@ fn table_row(text: &str) -> Option<(&str, &str)> {
 }
 
 /// `Namespace(a=1, b=2)` → `a=1, b=2`: a call's name and parentheses off, where its arguments are
-/// `name=value`.
+/// `name=value`. Other parentheses stay, each with its own closing one (a tuple value such as
+/// `adam_betas=(0.9, 0.999)`), and a quoted value is copied as it is (fairseq's
+/// `adam_betas='(0.9, 0.999)'`): an unwrapped call's `)` left behind would leave its `(` unclosed, and
+/// the rest of the line would read as one value.
 fn unwrap_calls(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word_start: Option<usize> = None;
+    // For each open parenthesis, whether it was a call's (unwrapped) or is kept.
+    let mut open: Vec<bool> = Vec::new();
+    let mut quote: Option<char> = None;
     for (i, c) in text.char_indices() {
+        if let Some(q) = quote {
+            out.push(c);
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            quote = Some(c);
+            word_start = None;
+            out.push(c);
+            continue;
+        }
         if c.is_alphanumeric() || c == '_' || c == '.' {
             word_start.get_or_insert(out.len());
             out.push(c);
@@ -495,11 +535,13 @@ fn unwrap_calls(text: &str) -> String {
                     out.truncate(s);
                     out.push_str(", ");
                     word_start = None;
+                    open.push(true);
                     continue;
                 }
             }
+            open.push(false);
         }
-        if c == ')' {
+        if c == ')' && open.pop().unwrap_or(true) {
             out.push_str(", ");
             word_start = None;
             continue;
@@ -518,12 +560,15 @@ fn device_after(text: &str, key: &str) -> Option<String> {
         .trim_start()
         .trim_start_matches([':', '='])
         .trim();
-    let name = rest.split(" with ").next()?.trim();
+    // The name ends where its sentence or field does: `GPU: NVIDIA A100-SXM4-40GB. Max memory: ...`,
+    // `GPU: ... | Num GPUs = 1`.
+    let name = rest.split(" with ").next()?;
+    let name = name.split(". ").next()?.split(" | ").next()?.trim();
     let name = match name.rfind(" (") {
         Some(p) if name.ends_with(')') => &name[..p],
         _ => name,
     };
-    let name = name.trim_matches(['\'', '"', ',']);
+    let name = name.trim_matches(['\'', '"', ',']).trim_end_matches('.');
     (!name.is_empty() && name.len() < 100).then(|| name.to_string())
 }
 
@@ -598,6 +643,33 @@ mod tests {
         let mut f = ConfigFacts::default();
         f.read_text(text, "line", &|_| false);
         f
+    }
+
+    #[test]
+    fn brackets_and_braces_inside_values_do_not_swallow_the_line() {
+        // fairseq's Namespace: a quoted tuple, a quoted JSON dict, a bare tuple, then the facts.
+        let f = read("Namespace(adam_betas='(0.9, 0.999)', eval_bleu_args='{\"iter\": 0, \"beam\": 1}', lr=(0.1, 0.2), distributed_world_size=8, fp16=True)");
+        assert_eq!(f.number(Fact::WorldSize), Some(8.0));
+        assert_eq!(f.dtype().map(|(d, _)| d), Some("fp16".to_string()));
+        assert_eq!(
+            unwrap_calls("Namespace(a='(1)', b=(2, 3), c=4)"),
+            ", a='(1)', b=(2, 3), c=4, "
+        );
+    }
+
+    #[test]
+    fn a_count_is_a_whole_number_and_a_metric_is_no_fact() {
+        // TRL's completion statistics: a mean is no sequence length, nor is a namespaced maximum.
+        let f =
+            read("{'loss': 0.1, 'completions/max_length': 71.4}\n{'completions/max_length': 5.0}");
+        assert_eq!(f.number(Fact::SeqLen), None);
+        let f = read("max_length: 71.4");
+        assert_eq!(f.number(Fact::SeqLen), None);
+        let f = read("max_length: 2048");
+        assert_eq!(f.number(Fact::SeqLen), Some(2048.0));
+        // A sentence's full stop is not part of a flag's value.
+        let f = read("Bfloat16 = TRUE. FA [Xformers = 0.0.29.post2. FA2 = False]");
+        assert_eq!(f.dtype().map(|(d, _)| d), Some("bf16".to_string()));
     }
 
     #[test]

@@ -131,8 +131,15 @@ fn is_evaluation(
     framework: Option<&Framework>,
 ) -> bool {
     let head: &str = text.split(['|', ',']).next().unwrap_or("");
+    // A field that is only the phase's name: fairseq's `... | INFO | valid | epoch 143 | ...`.
+    let phase_field = |field: &str| {
+        ["valid", "validation", "eval", "evaluation", "test"]
+            .iter()
+            .any(|w| field.trim().eq_ignore_ascii_case(w))
+    };
     contains_ignore_case(head, "validat")
         || contains_ignore_case(head, "eval")
+        || text.split('|').any(phase_field)
         || pairs.iter().any(|p| {
             let k = keys.of(p, framework).normal.as_str();
             k.starts_with("val_")
@@ -2024,8 +2031,14 @@ pub fn read_in_blocks(
             "only evaluation lines have a step counter: nothing to read as training steps".into()
         });
     };
+    if tqdm_only && summary_note.is_none() {
+        summary_note = Some("no run summary (train_runtime) in the log: the rows are the progress bar's, whose s/it is a smoothed rate, not each step's own time".into());
+    }
     // The summary's row is no line's: every other line is read for facts.
-    let chosen = if summary_note.is_some() {
+    let chosen = if summary_note
+        .as_deref()
+        .is_some_and(|n| n.starts_with("one row"))
+    {
         usize::MAX
     } else {
         best
@@ -2249,9 +2262,16 @@ pub fn read_in_blocks(
     let mut derived_time = None;
     if step_time.is_none() {
         let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
-        let derivation: Option<Derivation<'_>> = if let (Some(r), Some(t)) =
-            (first(Role::TokensPerSecond), global_tokens)
+        let derivation: Option<Derivation<'_>> = if let (Some(r), Some(c)) =
+            (first(Role::TokensPerSecond), tokens.as_ref())
         {
+            // The line's own tokens over its own global rate (fairseq's wpb / wps): both printed to
+            // more digits than a rate of steps (its ups, to 2 decimals).
+            Some((format!("'{c}' / '{r}'"), {
+                let (c, r) = (index(&table, c), index(&table, &r));
+                Box::new(move |tb, row| Some(positive(tb, c, row)? / positive(tb, r, row)?))
+            }))
+        } else if let (Some(r), Some(t)) = (first(Role::TokensPerSecond), global_tokens) {
             Some((format!("tokens a step ({t}) / '{r}'"), {
                 let r = index(&table, &r);
                 Box::new(move |tb, row| positive(tb, r, row).map(|v| t / v))

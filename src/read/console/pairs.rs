@@ -359,6 +359,8 @@ fn is_noise(word: &str) -> bool {
         "INFO" | "WARNING" | "WARN" | "DEBUG" | "ERROR" | "CRITICAL" | "TRACE" | "NOTICE"
             // A sentence's verb: `Using 2 GPUs` names its count `GPUs`.
             | "USING"
+            // The dash between a logger's prefix and its message (PaddleNLP's `[INFO] - loss: 0.86`).
+            | "-"
     )
 }
 
@@ -567,6 +569,17 @@ fn dict_pairs<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> bool {
 /// (seconds) and the rate.
 fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
     let bracket = text.find(" [")?;
+    // A bar whose description says it loads or prepares something (`Loading checkpoint shards:
+    // 100%|...| 2/2`, `Map: ...`) counts files or examples, not steps: it is no pairs at all.
+    let description = text[..bracket].trim_start();
+    if super::vocabulary::vocabulary()
+        .setup_bars
+        .iter()
+        .any(|b| description.starts_with(b.as_str()))
+        && description.contains('|')
+    {
+        return Some(text.len());
+    }
     let inner = &text[bracket + 2..];
     let close = inner.find(']')?;
     let inside = &inner[..close];
@@ -648,7 +661,7 @@ pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
     if let Some(used) = progress_bar(text, &mut out) {
         text = &text[used..];
     }
-    if let Some(open) = text.find('{') {
+    if let Some(open) = unquoted_brace(text) {
         let before = &text[..open];
         let mut dict = Vec::new();
         if dict_pairs(&text[open..], &mut dict) {
@@ -663,6 +676,26 @@ pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
         segment_pairs(segment, &mut out);
     }
     out
+}
+
+/// Where the line's first dict opens: a `{` that is not inside a quoted value (fairseq's
+/// `eval_bleu_args='{"iter_decode_max_iter": 0}', fp16=True` is a string, and the pairs after it are
+/// the line's). A quote opens a string only where a value can start (after `=`, `:`, a bracket, a
+/// comma or a space, or at the start), so an apostrophe inside a word does not.
+fn unquoted_brace(text: &str) -> Option<usize> {
+    let mut quote: Option<u8> = None;
+    let mut previous = b' ';
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if (b == b'\'' || b == b'"') && b"=:([{, ".contains(&previous) => quote = Some(b),
+            None if b == b'{' => return Some(i),
+            None => {}
+        }
+        previous = b;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -683,6 +716,19 @@ mod tests {
 
     fn kv(k: &str, v: f64, u: &str) -> (String, Option<f64>, String) {
         (k.to_string(), Some(v), u.to_string())
+    }
+
+    #[test]
+    fn a_brace_inside_a_quoted_value_is_no_dict() {
+        assert_eq!(unquoted_brace(r#"a='{"x": 1}', b=2 {'loss': 1}"#), Some(18));
+        assert_eq!(unquoted_brace("it's {'loss': 1}"), Some(5));
+        assert_eq!(unquoted_brace("a='{'"), None);
+        // The pairs after a quoted dict are the line's.
+        let keys: Vec<String> = keys_values(r#"args='{"x": 1}', fp16=True, world_size=8"#)
+            .into_iter()
+            .map(|(k, ..)| k)
+            .collect();
+        assert!(keys.contains(&"world_size".to_string()), "{keys:?}");
     }
 
     #[test]

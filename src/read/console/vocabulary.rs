@@ -64,6 +64,9 @@ pub enum Fact {
     /// The peak FLOP/s a framework says it computes its MFU against (a TFLOP/s figure under 1e6 is
     /// taken as TFLOP/s).
     LoggedPeakFlops,
+    /// Not a fact in this framework's logs, whatever [facts] says (Unsloth's banner `Bfloat16 = TRUE`
+    /// says the GPU supports bf16, not that the run trains in it).
+    Ignore,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,6 +75,8 @@ struct File {
     restarts: Vec<String>,
     #[serde(default)]
     checkpoints: Vec<String>,
+    #[serde(default)]
+    setup_bars: Vec<String>,
     keys: HashMap<Role, Vec<String>>,
     facts: HashMap<Fact, Vec<String>>,
     framework: Vec<Framework>,
@@ -107,6 +112,9 @@ pub struct Vocabulary {
     /// Texts that mark a (re)launch of training, and a checkpoint being saved.
     pub restarts: Vec<String>,
     pub checkpoints: Vec<String>,
+    /// How progress bars that are not training begin (`Loading checkpoint shards`, `Map`): their
+    /// counters are not steps.
+    pub setup_bars: Vec<String>,
     keys: HashMap<String, Role>,
     facts: Vec<(String, Fact)>,
     /// Each fact's names in the order written: an earlier name is the more telling one.
@@ -153,6 +161,7 @@ fn parse(text: &str) -> Result<Vocabulary, String> {
     Ok(Vocabulary {
         restarts: file.restarts,
         checkpoints: file.checkpoints,
+        setup_bars: file.setup_bars,
         keys,
         facts,
         fact_order,

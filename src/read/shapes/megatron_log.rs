@@ -119,6 +119,15 @@ fn arguments(text: &str) -> Vec<Argument> {
         }
         if let Some((name, value)) = t.split_once(" ..") {
             let value = value.trim_start_matches('.').trim();
+            // GPT-NeoX pads each value with dots and says whether the run set it:
+            // `seq_length ...... 2048........updated`, `fp16 ...... None........default`.
+            let value = match value
+                .strip_suffix("updated")
+                .or_else(|| value.strip_suffix("default"))
+            {
+                Some(v) if v.ends_with(['.', '}', ']', '\'']) => v.trim_end_matches('.').trim(),
+                _ => value,
+            };
             if !name.contains(' ') && !name.is_empty() {
                 args.push((name.to_string(), value.to_string(), index + 1));
             }
@@ -271,15 +280,20 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
     }
     // Transformer Engine's FP8 (`--fp8-format hybrid|e4m3`) runs the matmuls in fp8 on top of bf16.
     let fp8 = arg("fp8").is_some_and(|v| v != "None" && v != "False");
-    let precision = match (fp8, arg("bf16"), arg("fp16")) {
-        (true, _, _) => Some(("fp8", "fp8")),
-        (_, Some("True"), _) => Some(("bf16", "bf16")),
-        (_, _, Some("True")) => Some(("fp16", "fp16")),
-        (_, Some(_), Some(_)) => Some(("fp32", "bf16")),
+    // A flag is on as `True`, or as GPT-NeoX's DeepSpeed section `{'enabled': True}`.
+    let on = |v: &str| v == "True" || v.contains("'enabled': True");
+    // GPT-NeoX names the precision outright (`precision ... bfloat16`).
+    let named = arg("precision").and_then(crate::read::console::facts::dtype_word);
+    let precision = match (fp8, named, arg("bf16"), arg("fp16")) {
+        (true, _, _, _) => Some(("fp8".to_string(), "fp8")),
+        (_, Some(d), _, _) => Some((d, "precision")),
+        (_, _, Some(b), _) if on(b) => Some(("bf16".to_string(), "bf16")),
+        (_, _, _, Some(f)) if on(f) => Some(("fp16".to_string(), "fp16")),
+        (_, _, Some(_), Some(_)) => Some(("fp32".to_string(), "bf16")),
         _ => None,
     };
     if let Some((p, key)) = precision {
-        facts.push(RunFact::text(Field::Dtype, p, origin(key)));
+        facts.push(RunFact::text(Field::Dtype, &p, origin(key)));
         if fp8 {
             notes.push(format!(
                 "the run trains in FP8 (fp8 {} at {}): MFU is against the device's dense fp8 peak; give --dtype bf16 to judge it against bf16",
@@ -316,10 +330,18 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
             .any(|(k, v)| (k == "tokens" || k.ends_with("_tokens")) && v.is_number())
     });
     let (mut from_batch, mut from_rate) = (0usize, 0usize);
+    // GPT-NeoX's lines carry no batch size; its dump's `train_batch_size` is the global batch (micro
+    // batch x accumulation x data-parallel size).
+    let dump_batch = arg("train_batch_size")
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|b| *b > 0);
+    let mut batch_from_dump = false;
     if !counts_tokens {
         let world = world.as_ref().map(|(w, _)| *w);
         for row in &mut rows {
-            let batch = row.get("global_batch_size").and_then(Value::as_i64);
+            let line_batch = row.get("global_batch_size").and_then(Value::as_i64);
+            batch_from_dump |= line_batch.is_none() && dump_batch.is_some();
+            let batch = line_batch.or(dump_batch);
             let rate = row.get("tokens_sec_gpu").and_then(Value::as_f64);
             let seconds = row
                 .get("elapsed_time_per_iteration_ms")
@@ -341,8 +363,13 @@ pub fn read(bytes: &[u8]) -> Result<ShapedFrame, String> {
         }
     }
     if from_batch > 0 {
+        let batch = if batch_from_dump {
+            format!("the global batch ({})", origin("train_batch_size"))
+        } else {
+            "global batch size".to_string()
+        };
         notes.push(format!(
-            "tokens per iteration = global batch size x seq_length ({}) on {from_batch} line(s)",
+            "tokens per iteration = {batch} x seq_length ({}) on {from_batch} line(s)",
             origin("seq_length")
         ));
     }
