@@ -430,3 +430,65 @@ fn trl_console_without_a_summary_says_its_rows_are_the_bars() {
     let steps: Vec<f64> = rows.iter().map(|r| number(r, "progress")).collect();
     assert_eq!(steps.iter().cloned().fold(f64::MIN, f64::max), 188.0);
 }
+
+/// torchtune names its precision in a sentence (`Model is initialized with precision torch.bfloat16.`)
+/// and logs one device's token rate but no token count: the count given only stands in, and the rate
+/// comes out the same whatever it is.
+#[test]
+fn torchtune_rate_and_sentence_precision() {
+    for stand_in in ["4096", "65536"] {
+        let (rows, err) = enrich_verbose(
+            "torchtune__pr1358-codellama7b-full.log",
+            &[
+                "--num-devices",
+                "1",
+                "--tokens-per-step",
+                stand_in,
+                "--flops-per-token",
+                "39642857472",
+            ],
+        );
+        assert!(err.contains("dtype='bf16' from 'precision'"), "{err}");
+        let row = rows.iter().find(|r| r["Step"] == "10").unwrap();
+        // The hand figure of its expect.json: 962.2259 tokens a second on its one GPU.
+        assert!((number(row, "tokens_per_second") - 962.2259327743811).abs() < 1e-6);
+    }
+}
+
+/// Axolotl runs the HF Trainer; its `total_num_tokens per device: 26275` is the dataset's, not a step's.
+#[test]
+fn axolotl_dataset_token_count_is_not_a_step_count() {
+    let wd = Workdir::new("console_axolotl");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(logs().join("axolotl__issue592-hang-casper.log"))
+        .args([
+            "-o",
+            "-",
+            "-v",
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "1e9",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("no column for tokens"), "{err}");
+    let (rows, err) = enrich_verbose(
+        "axolotl__issue592-hang-casper.log",
+        &[
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "1e9",
+            "--tokens-per-step",
+            "4096",
+        ],
+    );
+    assert!(err.contains("framework: axolotl"), "{err}");
+    assert!(err.contains("no run summary"), "{err}");
+    assert!(rows.iter().any(|r| r["progress"] == "283"));
+}

@@ -116,6 +116,9 @@ impl ConfigFacts {
                 // `Using precision Precision.AMP_FP16`: a precision key, then a precision word.
                 let key = normalise(word);
                 if let Some(next) = words.get(i + 1) {
+                    // A sentence's full stop or comma is not part of the word: torchtune's `Model is
+                    // initialized with precision torch.bfloat16.`
+                    let next = next.trim_end_matches(['.', ',']);
                     if vocabulary().fact(&key, self.framework) == Some(Fact::Dtype)
                         && dtype_word(next).is_some()
                     {

@@ -567,7 +567,7 @@ fn dict_pairs<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> bool {
 
 /// A tqdm progress bar: `  5%|▌    | 10/200 [00:12<03:40,  1.16s/it]`: the counter, the elapsed time
 /// (seconds) and the rate.
-fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
+fn progress_bar<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> Option<usize> {
     let bracket = text.find(" [")?;
     // A bar whose description says it loads or prepares something (`Loading checkpoint shards:
     // 100%|...| 2/2`, `Map: ...`) counts files or examples, not steps: it is no pairs at all.
@@ -607,8 +607,15 @@ fn progress_bar(text: &str, out: &mut Vec<Pair<'_>>) -> Option<usize> {
         },
         source: None,
     });
+    // Lightning's bar (NeMo 1.x) puts its logged metrics after the rate, inside the brackets:
+    // `[06:19<07:13, reduced_train_loss=11.50, global_step=5.000, train_step_timing in s=49.50]`.
+    for piece in rest.split(',').skip(1) {
+        if piece.contains('=') {
+            segment_pairs(piece, out);
+        }
+    }
     if let Some((_, rate)) = rest.split_once(',') {
-        let rate = rate.trim();
+        let rate = rate.split(',').next().unwrap_or(rate).trim();
         if let Some(r) = rate.strip_suffix("s/it") {
             if let Ok(v) = r.trim().parse::<f64>() {
                 out.push(Pair {
@@ -864,5 +871,22 @@ mod tests {
                 kv("loss", 1.5, "")
             ]
         );
+        // Lightning's bar (NeMo 1.x) with its metrics inside the brackets, after the rate.
+        assert_eq!(
+            keys_values("Epoch 0: :  47%|####      | 7/15 [06:19<07:13, 2.5s/it, reduced_train_loss=11.50, global_step=5.000, train_step_timing in s=49.50]"),
+            vec![
+                kv("progress", 7.0, ""),
+                kv("progress elapsed", 379.0, "s"),
+                kv("reduced_train_loss", 11.5, ""),
+                kv("global_step", 5.0, ""),
+                kv("train_step_timing in s", 49.5, ""),
+                kv("progress s/it", 2.5, "s"),
+            ]
+        );
+        // A bar that loads shards is no pairs at all.
+        assert!(keys_values(
+            "Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00,  1.62s/it]"
+        )
+        .is_empty());
     }
 }
