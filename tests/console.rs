@@ -4,7 +4,7 @@
 //! value) and the step whose MFU and throughput were worked out; an empty MFU is one that must come out
 //! empty (no peak is known for the run's device and precision).
 
-use crate::util::{csv_rows, Workdir};
+use crate::util::{csv_rows, enrich_ok, number, Workdir};
 
 fn logs() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
@@ -277,29 +277,13 @@ fn a_console_log_on_standard_input_reads_with_its_shape_named() {
     assert!(err.contains("--shape console"), "{err}");
 }
 
-/// `mfu enrich LOG -o - -v ARGS`, which must succeed: its rows and what it said.
+/// `mfu enrich LOG -o - -v ARGS` on a log of tests/data/logs, which must succeed: its rows and what it
+/// said.
 fn enrich_verbose(
     log: &str,
     args: &[&str],
 ) -> (Vec<std::collections::HashMap<String, String>>, String) {
-    let wd = Workdir::new("console_fresh");
-    let out = wd
-        .mfu()
-        .arg("enrich")
-        .arg(logs().join(log))
-        .args(["-o", "-", "-v"])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{log}: {err}");
-    (csv_rows(&String::from_utf8(out.stdout).unwrap()), err)
-}
-
-fn number(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
-    row[column]
-        .parse()
-        .unwrap_or_else(|_| panic!("{column}: {:?}", row.get(column)))
+    enrich_ok(&logs().join(log), &[&["-v"][..], args].concat())
 }
 
 /// fairseq's `train_inner` lines (docs/shapes.md, fairseq__syngec-glat-enro-8x3090.expect.json). The

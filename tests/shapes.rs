@@ -8,22 +8,7 @@ use predicates::prelude::*;
 
 use crate::util::{csv_rows, fixtures, shared_file, OkStdout, Workdir, H100_RUN_FLAGS};
 
-/// Runs `mfu enrich FILE -o - ARGS...` and returns the CSV rows (column → cell) and stderr.
-fn enrich(file: &std::path::Path, args: &[&str]) -> (Vec<HashMap<String, String>>, String) {
-    let wd = Workdir::new("shapes");
-    let out = wd
-        .mfu()
-        .arg("enrich")
-        .arg(file)
-        .args(["-o", "-"])
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
-    (rows, String::from_utf8(out.stderr).unwrap())
-}
+use crate::util::enrich_ok as enrich;
 
 fn num(row: &HashMap<String, String>, col: &str) -> Option<f64> {
     let cell = row.get(col).unwrap_or_else(|| panic!("no column {col}"));

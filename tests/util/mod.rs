@@ -123,6 +123,26 @@ pub fn ok_csv(command: &mut Command) -> Vec<std::collections::HashMap<String, St
     csv_rows(&String::from_utf8(command.ok_stdout()).unwrap())
 }
 
+/// Runs `mfu enrich FILE -o - ARGS...`, which must succeed: the CSV rows (column → cell) and what it
+/// said on standard error.
+pub fn enrich_ok(
+    file: &std::path::Path,
+    args: &[&str],
+) -> (Vec<std::collections::HashMap<String, String>>, String) {
+    let wd = Workdir::new("enrich_ok");
+    let out = wd
+        .mfu()
+        .arg("enrich")
+        .arg(file)
+        .args(["-o", "-"])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{}: {err}", file.display());
+    (csv_rows(&String::from_utf8(out.stdout).unwrap()), err)
+}
+
 /// A row's cell as a number; a failure names the column and what it held.
 pub fn number(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
     row[key]
