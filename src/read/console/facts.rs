@@ -509,7 +509,9 @@ fn unwrap_calls(text: &str) -> String {
     // For each open parenthesis, whether it was a call's (unwrapped) or is kept.
     let mut open: Vec<bool> = Vec::new();
     let mut quote: Option<char> = None;
+    let mut previous = ' ';
     for (i, c) in text.char_indices() {
+        let before = std::mem::replace(&mut previous, c);
         if let Some(q) = quote {
             out.push(c);
             if c == q {
@@ -517,7 +519,9 @@ fn unwrap_calls(text: &str) -> String {
             }
             continue;
         }
-        if c == '\'' || c == '"' {
+        // A quote opens a string only where a value can start, so an apostrophe inside a word
+        // (`msg=it's`) does not.
+        if (c == '\'' || c == '"') && "=:([{, ".contains(before) {
             quote = Some(c);
             word_start = None;
             out.push(c);
@@ -658,6 +662,9 @@ mod tests {
             unwrap_calls("Namespace(a='(1)', b=(2, 3), c=4)"),
             ", a='(1)', b=(2, 3), c=4, "
         );
+        // An apostrophe inside a word opens no string.
+        let f = read("Namespace(note=it's, world_size=4)");
+        assert_eq!(f.number(Fact::WorldSize), Some(4.0));
     }
 
     #[test]

@@ -572,10 +572,17 @@ fn progress_bar<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> Option<usize> {
     // A bar whose description says it loads or prepares something (`Loading checkpoint shards:
     // 100%|...| 2/2`, `Map: ...`) counts files or examples, not steps: it is no pairs at all.
     let description = text[..bracket].trim_start();
+    // The description begins with a whole word of the list: `Map:` and `Map (num_proc=2):`, not
+    // `Mapping`.
+    let begins = |b: &str| {
+        description.strip_prefix(b).is_some_and(|rest| {
+            b.ends_with(' ') || !rest.starts_with(|c: char| c.is_alphanumeric())
+        })
+    };
     if super::vocabulary::vocabulary()
         .setup_bars
         .iter()
-        .any(|b| description.starts_with(b.as_str()))
+        .any(|b| begins(b))
         && description.contains('|')
     {
         return Some(text.len());
@@ -882,6 +889,11 @@ mod tests {
                 kv("train_step_timing in s", 49.5, ""),
                 kv("progress s/it", 2.5, "s"),
             ]
+        );
+        // A bar of a training phase whose name begins like a set-up word is still a bar.
+        assert_eq!(
+            keys_values("Mapping: 10%|#   | 10/100 [00:10<01:30,  1.00s/it]")[0],
+            kv("progress", 10.0, "")
         );
         // A bar that loads shards is no pairs at all.
         assert!(keys_values(
