@@ -2031,14 +2031,11 @@ pub fn read_in_blocks(
             "only evaluation lines have a step counter: nothing to read as training steps".into()
         });
     };
-    if tqdm_only && summary_note.is_none() {
-        summary_note = Some("no run summary (train_runtime) in the log: the rows are the progress bar's, whose s/it is a smoothed rate, not each step's own time".into());
-    }
+    let no_summary_note = (tqdm_only && summary_note.is_none()).then(|| {
+        "no run summary (train_runtime) in the log: the rows are the progress bar's, whose s/it is a smoothed rate, not each step's own time".to_string()
+    });
     // The summary's row is no line's: every other line is read for facts.
-    let chosen = if summary_note
-        .as_deref()
-        .is_some_and(|n| n.starts_with("one row"))
-    {
+    let chosen = if summary_note.is_some() {
         usize::MAX
     } else {
         best
@@ -2074,6 +2071,7 @@ pub fn read_in_blocks(
         notes.push(f.clone());
     }
     notes.extend(summary_note);
+    notes.extend(no_summary_note);
     if kept_out > 0 {
         notes.push(format!(
             "{kept_out} line(s) of other families kept out of the rows ({evaluation} evaluation)"
