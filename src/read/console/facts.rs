@@ -519,9 +519,7 @@ fn unwrap_calls(text: &str) -> String {
             }
             continue;
         }
-        // A quote opens a string only where a value can start, so an apostrophe inside a word
-        // (`msg=it's`) does not.
-        if (c == '\'' || c == '"') && "=:([{, ".contains(before) {
+        if super::pairs::opens_quote(before, c) {
             quote = Some(c);
             word_start = None;
             out.push(c);

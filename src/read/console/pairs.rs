@@ -692,22 +692,28 @@ pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
     out
 }
 
+/// Whether `c` opens a quoted value after `before`: only where a value can start (after `=`, `:`, a
+/// bracket, a comma or a space, or at the start of the text, given as a space), so an apostrophe inside
+/// a word (`it's`) does not.
+pub(super) fn opens_quote(before: char, c: char) -> bool {
+    (c == '\'' || c == '"') && "=:([{, ".contains(before)
+}
+
 /// Where the line's first dict opens: a `{` that is not inside a quoted value (fairseq's
 /// `eval_bleu_args='{"iter_decode_max_iter": 0}', fp16=True` is a string, and the pairs after it are
-/// the line's). A quote opens a string only where a value can start (after `=`, `:`, a bracket, a
-/// comma or a space, or at the start), so an apostrophe inside a word does not.
+/// the line's).
 fn unquoted_brace(text: &str) -> Option<usize> {
-    let mut quote: Option<u8> = None;
-    let mut previous = b' ';
-    for (i, &b) in text.as_bytes().iter().enumerate() {
+    let mut quote: Option<char> = None;
+    let mut previous = ' ';
+    for (i, c) in text.char_indices() {
         match quote {
-            Some(q) if b == q => quote = None,
+            Some(q) if c == q => quote = None,
             Some(_) => {}
-            None if (b == b'\'' || b == b'"') && b"=:([{, ".contains(&previous) => quote = Some(b),
-            None if b == b'{' => return Some(i),
+            None if opens_quote(previous, c) => quote = Some(c),
+            None if c == '{' => return Some(i),
             None => {}
         }
-        previous = b;
+        previous = c;
     }
     None
 }
