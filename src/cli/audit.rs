@@ -10,7 +10,7 @@ use mfu::pipeline::audit::{
 use mfu::write::OutputFormat;
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, key_cells, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
 
 /// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
 ///
@@ -108,11 +108,7 @@ fn table_text(keys: &[String], runs: &[RunAudit]) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            let mut row: Vec<String> = r
-                .keys
-                .iter()
-                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
-                .collect();
+            let mut row = key_cells(&r.keys);
             match &r.audit {
                 Some(a) => row.extend([
                     a.framework.clone(),
@@ -152,11 +148,7 @@ fn rows_text(keys: &[String], rows: &[AuditedRow]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let mut row: Vec<String> = r
-                .keys
-                .iter()
-                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
-                .collect();
+            let mut row = key_cells(&r.keys);
             row.extend([
                 r.step.map_or("-".into(), |s| format!("{s}")),
                 r.framework.clone(),

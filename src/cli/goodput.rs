@@ -7,7 +7,7 @@ use clap::Args;
 use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, key_cells, run_per_run, RunsOutput, RunsOutputArgs};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -96,11 +96,7 @@ fn table_text(keys: &[String], runs: &[RunGoodput]) -> String {
         .iter()
         .map(|r| {
             let g = &r.goodput;
-            let mut row: Vec<String> = r
-                .keys
-                .iter()
-                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
-                .collect();
+            let mut row = key_cells(&r.keys);
             row.extend([
                 g.attempts.to_string(),
                 format!("{}/{}", g.steps_kept, g.steps_executed),

@@ -307,6 +307,14 @@ pub fn list_format_or_default(format: Option<ListFormat>) -> ListFormat {
     })
 }
 
+/// A per-run table's key cells (the `--by` values of its run), `-` where a run has none: the first
+/// cells of a row of `mfu summary`, `goodput` and `audit`.
+pub fn key_cells(keys: &[Option<String>]) -> Vec<String> {
+    keys.iter()
+        .map(|k| k.clone().unwrap_or_else(|| "-".into()))
+        .collect()
+}
+
 /// Pads each column of `rows` to its widest cell; numeric-looking columns are right-aligned.
 pub fn aligned_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();

@@ -8,7 +8,7 @@ use mfu::pipeline::summary::summarize_runs;
 use mfu::summary::{to_frame, RunSummary};
 
 use super::source::SourceArgs;
-use super::{aligned_table, run_per_run, tflops_text, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, key_cells, run_per_run, tflops_text, RunsOutput, RunsOutputArgs};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -86,11 +86,7 @@ fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            let mut row: Vec<String> = r
-                .keys
-                .iter()
-                .map(|k| k.clone().unwrap_or_else(|| "-".into()))
-                .collect();
+            let mut row = key_cells(&r.keys);
             row.extend([
                 r.device.clone().unwrap_or_else(|| "-".into()),
                 r.dtype.clone().unwrap_or_else(|| "-".into()),
