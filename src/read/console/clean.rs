@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use super::stamp;
+
 /// One cleaned line (a raw line may give several).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line<'a> {
@@ -207,6 +209,35 @@ fn glog_prefix(text: &str) -> Option<usize> {
     Some(close + 2)
 }
 
+/// The levels of loggers, written before a timestamp by some (`INFO    24-10-19 18:47:38.013589`).
+const LEVELS: [&str; 9] = [
+    "INFO", "WARNING", "WARN", "DEBUG", "ERROR", "CRITICAL", "TRACE", "NOTICE", "FATAL",
+];
+
+/// The length of a level word, the separators after it and the timestamp after them, and the
+/// timestamp's value.
+fn level_then_stamp(text: &str) -> Option<(usize, f64)> {
+    let level = LEVELS.iter().find(|l| text.starts_with(**l))?;
+    let rest = &text[level.len()..];
+    let after = rest.trim_start_matches([' ', '\t', ':', '-', '|']);
+    if after.len() == rest.len() {
+        return None;
+    }
+    let (used, value) = stamp::leading(after)?;
+    Some((text.len() - after.len() + used, value))
+}
+
+/// The timestamp inside a logger's bracketed tag (`[2024-05-01 10:00:00,123]`, `[03/08 14:32:46]`,
+/// `[NeMo I 2024-05-01 10:00:00 nemo_logging:381]`): at its start or at the start of one of its words.
+fn stamp_in_tag(tag: &str) -> Option<f64> {
+    let b = tag.as_bytes();
+    (0..b.len())
+        .filter(|&at| {
+            b[at].is_ascii_digit() && (at == 0 || matches!(b[at - 1], b' ' | b'[' | b'('))
+        })
+        .find_map(|at| stamp::leading(&tag[at..]).map(|(_, v)| v))
+}
+
 /// Takes the launcher's and logger's decorations off the front of `text`.
 fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
     loop {
@@ -218,12 +249,21 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
             text = &trimmed[digits + 2..];
             continue;
         }
-        // glog's prefix (absl, JAX, MaxText): `I0706 16:49:36.945926 140110937163584 pyconfig.py:559] `.
+        // glog's prefix (absl, JAX, MaxText): `I0706 16:49:36.945926 140110937163584 pyconfig.py:559] `,
+        // whose time has no year.
         if let Some(used) = glog_prefix(trimmed) {
+            line.wall_time = line.wall_time.or_else(|| stamp::glog(&trimmed[1..]));
             text = &trimmed[used..];
             continue;
         }
-        if let Some((used, value)) = leading_timestamp(trimmed) {
+        if let Some((used, value)) = stamp::leading(trimmed) {
+            line.wall_time = line.wall_time.or(Some(value));
+            text = trimmed[used..].trim_start_matches([' ', ':']);
+            continue;
+        }
+        // A level word before the timestamp: `INFO    24-10-19 18:47:38.013589 - ...`,
+        // `INFO:2026-03-05 23:25:42,758: ...`. Taken off only with the timestamp after it.
+        if let Some((used, value)) = level_then_stamp(trimmed) {
             line.wall_time = line.wall_time.or(Some(value));
             text = trimmed[used..].trim_start_matches([' ', ':']);
             continue;
@@ -251,10 +291,8 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
                     line.rank = line.rank.or(Some(rank));
                 }
             }
-            if let Some(at) = find_timestamp(tag, 0) {
-                if let Some((_, value)) = leading_timestamp(&tag[at..]) {
-                    line.wall_time = line.wall_time.or(Some(value));
-                }
+            if let Some(value) = stamp_in_tag(tag) {
+                line.wall_time = line.wall_time.or(Some(value));
             }
             // A tag is short and holds no field layout of its own.
             if end > 120 || tag.contains('|') {
@@ -447,8 +485,37 @@ mod tests {
         assert!(l.indented);
         let l = one("2024-04-17T09:42:26.123Z INFO x=1");
         assert_eq!(l.text, "INFO x=1");
-        // A time of day is not a launcher's task number.
-        assert_eq!(one("14:02:11 iteration").text, "14:02:11 iteration");
+        // A time of day is a clock without a date, not a launcher's task number.
+        let l = one("14:02:11 iteration");
+        assert_eq!((l.text.as_ref(), l.rank), ("iteration", None));
+        assert_eq!(l.wall_time, Some(14.0 * 3600.0 + 2.0 * 60.0 + 11.0));
+        // Other layouts, after a level word, inside a tag with colour codes.
+        let l = one("1: INFO    24-10-19 18:47:38.013589 - 0:00:49 - step: 1  loss: 2.1");
+        assert_eq!(
+            (l.text.as_ref(), l.rank),
+            ("- 0:00:49 - step: 1  loss: 2.1", Some(1))
+        );
+        assert_eq!(
+            l.wall_time,
+            crate::values::parse_timestamp("2024-10-19 18:47:38.013589")
+        );
+        let l = one("INFO:2026-03-05 23:25:42,758: step 3 loss 1.2");
+        assert_eq!(l.text, "step 3 loss 1.2");
+        assert!(l.wall_time.is_some());
+        let l = one("[\u{1b}[34m2025-04-26 11:36:52\u{1b}[0m] (step=0007200) Train Loss: 0.1619");
+        assert_eq!(l.text, "(step=0007200) Train Loss: 0.1619");
+        assert!(l.wall_time.is_some());
+        let l = one("[03/09 03:09:27] lb.utils.events INFO:  eta: 0:53:59  iteration: 646/117188");
+        assert!(l.wall_time.is_some_and(|t| t < super::stamp::UNDATED));
+        assert_eq!(
+            l.text,
+            "lb.utils.events INFO:  eta: 0:53:59  iteration: 646/117188"
+        );
+        let l = one("2023/06/13 17:31:08 - mmengine - INFO - Epoch(train) [1][ 50/1000]");
+        assert_eq!(
+            l.wall_time,
+            crate::values::parse_timestamp("2023-06-13 17:31:08")
+        );
         let l = one("I0706 16:50:30.761657 140110937163584 metric_logger.py:214] completed step: 20, seconds: 0.250");
         assert_eq!(l.text, "completed step: 20, seconds: 0.250");
     }

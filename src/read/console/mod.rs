@@ -25,6 +25,7 @@ pub mod pairs;
 mod reading;
 mod rows;
 mod scan;
+pub mod stamp;
 mod summary;
 pub mod template;
 pub mod vocabulary;

@@ -1,7 +1,13 @@
 //! The rows of a family of training lines as they are read, column by column, and the table they make.
 
 use super::pairs::Value;
+use super::stamp::UNDATED;
 use super::vocabulary::normalise;
+
+/// The column of the lines' timestamps where they have a date: seconds since the epoch.
+pub const WALL_TIME: &str = "wall_time";
+/// The column of the lines' timestamps where they have no date (or no year): seconds since the first.
+pub const LOG_CLOCK: &str = "log_clock_s";
 
 /// The fast hash map the peak matcher uses too (SipHash took a twentieth of this reader's time on a
 /// torchtitan log: its maps of a log's own field names are looked up several times a line).
@@ -312,12 +318,26 @@ impl FamilyRows {
             ..Table::default()
         };
         let mut words_among_numbers = self.words_among_numbers;
-        let with_wall_time = self.wall_times.iter().any(|t| !t.is_nan())
-            && !self.names.iter().any(|n| normalise(n) == "wall_time");
-        if with_wall_time {
-            table.names.push("wall_time".into());
+        // The lines' timestamps: a date's in `wall_time` (seconds since the epoch), else a clock
+        // without a date (glog's, `[04/17 09:42:26]`, a time of day) in `log_clock_s`, seconds since
+        // the first of them.
+        let dated = self.wall_times.iter().any(|t| *t >= UNDATED);
+        let mut clock = self.wall_times;
+        let name = if dated {
+            for t in &mut clock {
+                if *t < UNDATED {
+                    *t = NONE;
+                }
+            }
+            WALL_TIME
+        } else {
+            super::stamp::unwrap_undated(&mut clock);
+            LOG_CLOCK
+        };
+        if clock.iter().any(|t| !t.is_nan()) && !self.names.iter().any(|n| normalise(n) == name) {
+            table.names.push(name.into());
             table.columns.push(Column::Numbers {
-                values: self.wall_times,
+                values: clock,
                 integer: false,
             });
         }
