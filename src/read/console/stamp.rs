@@ -131,7 +131,10 @@ pub fn leading(text: &str) -> Option<(usize, f64)> {
         (b'/', Some(b' ')) => {
             // No year: a day of 1970 (not a leap year, so 29 February has no place and is read as
             // 1 March's; only the differences between lines are used).
-            let days = days_from_civil(1970, first, second.min(28).max(1))? + (second - 28).max(0);
+            if !(1..=31).contains(&second) {
+                return None;
+            }
+            let days = days_from_civil(1970, first, second.min(28))? + (second - 28).max(0);
             let (seconds, end) = time_of_day(b, 6)?;
             Some((end, days as f64 * DAY + seconds))
         }
