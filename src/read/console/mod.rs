@@ -17,8 +17,10 @@
 //! before its own aliases.
 
 mod blocks;
+mod candidates;
 pub mod clean;
 mod digest;
+mod evidence;
 pub mod facts;
 mod family;
 pub mod pairs;
@@ -223,8 +225,8 @@ mod tests {
 [rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, global batch size 16, gradient accumulation steps 2, sequence length 2048, total steps 20000 (warmup 500)\n\
 [rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Training starts at step 1\n\
 [rank0]:[titan] 2026-04-18 22:16:26,294 - root - INFO - \u{1b}[31mstep: 100  \u{1b}[32mloss:  7.99030  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,848  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
-[rank0]:[titan] 2026-04-18 22:16:27,294 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
-[rank0]:[titan] 2026-04-18 22:16:27,400 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
+[rank0]:[titan] 2026-04-18 22:16:26,756 - root - INFO - \u{1b}[31mstep: 101  \u{1b}[32mloss:  7.9  \u{1b}[38;2;54;234;195mmemory: 29.11GiB(92.83%)  \u{1b}[34mtps: 70,000  \u{1b}[36mtflops: 48.15  \u{1b}[35mmfu: 15.43%\u{1b}[39m\n\
+[rank0]:[titan] 2026-04-18 22:16:26,800 - root - INFO - validate step: 101  loss: 7.0  memory: 1.00GiB(1.00%)  tps: 5\n";
         assert!(detect(log).is_some());
         let r = read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
         assert_eq!(r.framework.as_deref(), Some("torchtitan"));

@@ -5,8 +5,10 @@
 
 use std::collections::HashMap;
 
+use super::candidates::{self, Clock, ClockKind, Meaning, Scope, Steps};
+use super::evidence::{self, Reference};
 use super::family::Chosen;
-use super::rows::Table;
+use super::rows::{Table, WALL_TIME};
 use super::scan::{FactLine, FACT_BYTES};
 use super::vocabulary::{normalise, vocabulary, Fact, Framework, Role};
 use super::{facts, ConsoleRead, Given};
@@ -93,7 +95,6 @@ pub(super) fn read(
     if let Some(c) = first(Role::Step) {
         hints.push(ColumnHint::new(Field::Step, c, None, false));
     }
-    let step_time = first(Role::StepTime);
     let elapsed = first(Role::Elapsed);
     let tokens = first(Role::Tokens);
     let tokens_seen = first(Role::TokensSeen);
@@ -128,8 +129,6 @@ pub(super) fn read(
             .map(|v| v * scale)
             .filter(|s| s.is_finite() && *s > 0.0)
     };
-    let positive =
-        |t: &Table, column: usize, row: usize| t.number(column, row).filter(|v| *v > 0.0);
     let index = |t: &Table, c: &str| t.index(c).expect("a column of the table");
     let world = config.world_size().map(|(w, _)| w);
     let seq = config.number(Fact::SeqLen);
@@ -138,84 +137,286 @@ pub(super) fn read(
         (Some(m), Some(s)) => Some(m * config.number(Fact::GradAccum).unwrap_or(1.0) * s),
         _ => None,
     };
-    let mut derived_time = None;
-    if step_time.is_none() {
-        let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
-        let derivation: Option<Derivation<'_>> = if let (Some(r), Some(c)) =
-            (first(Role::TokensPerSecond), tokens.as_ref())
-        {
-            // The line's own tokens over its own global rate (fairseq's wpb / wps): both printed to
-            // more digits than a rate of steps (its ups, to 2 decimals).
-            Some((format!("'{c}' / '{r}'"), {
-                let (c, r) = (index(&table, c), index(&table, &r));
-                Box::new(move |tb, row| Some(positive(tb, c, row)? / positive(tb, r, row)?))
-            }))
-        } else if let (Some(r), Some(t)) = (first(Role::TokensPerSecond), global_tokens) {
-            Some((format!("tokens a step ({t}) / '{r}'"), {
-                let r = index(&table, &r);
-                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / v))
-            }))
-        } else if let (Some(r), Some(local)) = (first(Role::TokensPerSecondPerDevice), local_tokens)
-        {
-            Some((
-                    format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
-                    { let r = index(&table, &r); Box::new(move |tb, row| positive(tb, r, row).map(|v| local / v)) },
-                ))
-        } else if let (Some(r), Some(t), Some(w)) =
-            (first(Role::TokensPerSecondPerDevice), global_tokens, world)
-        {
-            Some((format!("tokens a step ({t}) / ('{r}' x {w} devices)"), {
-                let r = index(&table, &r);
-                Box::new(move |tb, row| positive(tb, r, row).map(|v| t / (v * w)))
-            }))
-        } else if let (Some(r), Some(samples)) = (
-            first(Role::SamplesPerSecond),
-            // The samples a rate of samples counts: the configured batch, else the tokens over the
-            // sequence length (a DPO pair is one sample of two sequences, so the batch comes first).
-            config
-                .samples_per_step()
-                .or_else(|| Some(global_tokens? / seq?)),
+    // Every clock the rows and facts offer, then the evidence's choice among them.
+    let step_column = first(Role::Step).map(|c| index(&table, &c));
+    let restarts: Vec<usize> = marks
+        .iter()
+        .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
+        .map(|(row, _)| *row)
+        .collect();
+    let steps = Steps::of(&table, step_column, &restarts);
+    let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
+    let samples_fact = config
+        .samples_per_step()
+        .or_else(|| Some(global_tokens? / seq?));
+    let columns_of = |role: Role| -> Vec<String> {
+        columns
+            .iter()
+            .filter(|c| role_of(c) == Some(role))
+            .cloned()
+            .collect()
+    };
+    // In order of preference: logged times as printed, counts over rates, rates of steps, logged
+    // times in their other meanings, running totals.
+    let mut clocks: Vec<Clock> = Vec::new();
+    let mut meanings: Vec<Clock> = Vec::new();
+    for c in columns_of(Role::StepTime) {
+        let stated = written.contains_key(&c) || unit_in_name(&c);
+        for clock in candidates::logged_clocks(
+            &table,
+            index(&table, &c),
+            time_unit(&c).to_seconds(),
+            stated,
+            &steps,
         ) {
-            Some((format!("samples a step ({samples}) / '{r}'"), {
-                let r = index(&table, &r);
-                Box::new(move |tb, row| positive(tb, r, row).map(|v| samples / v))
-            }))
-        } else if let Some(r) = first(Role::StepsPerSecond) {
-            Some((format!("1 / '{r}'"), {
-                let r = index(&table, &r);
-                Box::new(move |tb, row| positive(tb, r, row).map(|v| 1.0 / v))
-            }))
-        } else {
-            None
-        };
-        if let Some((how, f)) = derivation {
-            let timed = table.fill("step_time_s", &f);
-            notes.push(format!("step_time_s = {how}: {timed} row(s) timed"));
-            derived_time = Some("step_time_s".to_string());
+            if clock.kind == ClockKind::Logged(Meaning::AsPrinted) {
+                clocks.push(clock);
+            } else {
+                meanings.push(clock);
+            }
         }
     }
-    match (&step_time, &derived_time, &elapsed) {
-        (Some(c), _, _) => hints.push(ColumnHint::new(
-            Field::StepTime,
-            c.clone(),
-            Some(time_unit(c)),
-            false,
-        )),
-        (None, Some(c), _) => hints.push(ColumnHint::new(
-            Field::StepTime,
-            c.clone(),
-            Some(TimeUnit::Seconds),
-            false,
-        )),
-        (None, None, Some(c)) => hints.push(ColumnHint::new(
-            Field::StepTime,
-            c.clone(),
-            Some(time_unit(c)),
-            true,
-        )),
-        _ => {}
+    // Counts over rates, each in the scope the vocabulary claims first, then the other.
+    let line_tokens = tokens.as_ref().map(|c| index(&table, c));
+    for (role, claimed, unit) in [
+        (Role::TokensPerSecond, Scope::Global, "tokens"),
+        (Role::TokensPerSecondPerDevice, Scope::PerDevice, "tokens"),
+        (Role::SamplesPerSecond, Scope::Global, "samples"),
+        (Role::SamplesPerSecondPerDevice, Scope::PerDevice, "samples"),
+    ] {
+        for r in columns_of(role) {
+            let rate = index(&table, &r);
+            let rates = candidates::seconds(&table, rate, 1.0);
+            for scope in [claimed, claimed.other()] {
+                let made: Option<(String, Vec<f64>)> = match (unit, scope) {
+                    ("tokens", Scope::Global) => match (line_tokens, global_tokens) {
+                        // The line's own tokens over its own global rate (fairseq's wpb / wps):
+                        // both printed to more digits than a rate of steps.
+                        (Some(c), _) => Some((
+                            format!("'{}' / '{r}'", table.names[c]),
+                            candidates::seconds(&table, c, 1.0)
+                                .iter()
+                                .zip(&rates)
+                                .map(|(t, v)| t / v)
+                                .collect(),
+                        )),
+                        (None, Some(t)) => Some((
+                            format!("tokens a step ({t}) / '{r}'"),
+                            rates.iter().map(|v| t / v).collect(),
+                        )),
+                        _ => None,
+                    },
+                    ("tokens", Scope::PerDevice) => match (local_tokens, line_tokens, global_tokens, world) {
+                        (Some(local), None, _, _) => Some((
+                            format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
+                            rates.iter().map(|v| local / v).collect(),
+                        )),
+                        (_, Some(c), _, Some(w)) => Some((
+                            format!("'{}' / ('{r}' x {w} devices)", table.names[c]),
+                            candidates::seconds(&table, c, 1.0)
+                                .iter()
+                                .zip(&rates)
+                                .map(|(t, v)| t / (v * w))
+                                .collect(),
+                        )),
+                        (_, None, Some(t), Some(w)) => Some((
+                            format!("tokens a step ({t}) / ('{r}' x {w} devices)"),
+                            rates.iter().map(|v| t / (v * w)).collect(),
+                        )),
+                        _ => None,
+                    },
+                    ("samples", Scope::Global) => samples_fact.map(|samples| {
+                        (
+                            format!("samples a step ({samples}) / '{r}'"),
+                            rates.iter().map(|v| samples / v).collect(),
+                        )
+                    }),
+                    (_, _) => samples_fact.zip(world).map(|(samples, w)| {
+                        (
+                            format!("samples a step ({samples}) / ('{r}' x {w} devices)"),
+                            rates.iter().map(|v| samples / (v * w)).collect(),
+                        )
+                    }),
+                };
+                if let Some((name, values)) = made {
+                    clocks.push(Clock {
+                        name,
+                        kind: ClockKind::CountRate(scope),
+                        column: Some(rate),
+                        values,
+                    });
+                }
+            }
+        }
     }
-    let time_column = step_time.clone().or(derived_time.clone());
+    for c in columns_of(Role::StepsPerSecond) {
+        let column = index(&table, &c);
+        clocks.push(Clock {
+            name: format!("1 / '{c}'"),
+            kind: ClockKind::StepsRate,
+            column: Some(column),
+            values: candidates::seconds(&table, column, 1.0)
+                .iter()
+                .map(|r| 1.0 / r)
+                .collect(),
+        });
+    }
+    clocks.append(&mut meanings);
+    // Running totals of time: clocks of their own, and references where the lines have no timestamps.
+    let mut references: Vec<Reference> = Vec::new();
+    if let Some((c, name)) = candidates::timestamps(&table) {
+        let what = if name == WALL_TIME {
+            "the line timestamps"
+        } else {
+            "the line timestamps (no date)"
+        };
+        references.push(Reference::new(
+            what.into(),
+            candidates::values(&table, c),
+            &steps,
+        ));
+    }
+    for c in columns_of(Role::Elapsed) {
+        let column = index(&table, &c);
+        let totals = candidates::values(&table, column)
+            .iter()
+            .map(|v| v * time_unit(&c).to_seconds())
+            .collect::<Vec<_>>();
+        clocks.push(Clock {
+            name: format!("'{c}' differenced"),
+            kind: ClockKind::Elapsed,
+            column: Some(column),
+            values: candidates::differenced(&totals, &steps),
+        });
+        references.push(Reference::new(format!("'{c}'"), totals, &steps));
+    }
+    let reference = references.iter().find(|r| !r.spans.is_empty());
+    let verdict = evidence::step_time(&clocks, reference, &steps);
+    for line in &verdict.said {
+        notes.push(format!("reading: {line}"));
+    }
+    let mut warnings = warnings;
+    if let Some(conflict) = &verdict.conflict {
+        warnings.push(conflict.clone());
+    }
+    let mut derived_time = None;
+    let mut chosen_values: Option<Vec<f64>> = verdict.reference_values.clone();
+    match verdict.chosen.map(|i| &clocks[i]) {
+        Some(
+            clock @ Clock {
+                kind: ClockKind::Logged(Meaning::AsPrinted),
+                column: Some(c),
+                ..
+            },
+        ) => {
+            let name = table.names[*c].clone();
+            hints.push(ColumnHint::new(
+                Field::StepTime,
+                name.clone(),
+                Some(time_unit(&name)),
+                false,
+            ));
+            chosen_values = Some(clock.values.clone());
+            derived_time = Some(name);
+        }
+        Some(
+            clock @ Clock {
+                kind: ClockKind::Elapsed,
+                column: Some(c),
+                ..
+            },
+        ) => {
+            let name = table.names[*c].clone();
+            hints.push(ColumnHint::new(
+                Field::StepTime,
+                name,
+                Some(time_unit(&table.names[*c])),
+                true,
+            ));
+            chosen_values = Some(clock.values.clone());
+        }
+        Some(clock) => chosen_values = Some(clock.values.clone()),
+        None => {}
+    }
+    if derived_time.is_none() && !hints.iter().any(|h| h.field == Field::StepTime) {
+        if let Some(values) = &chosen_values {
+            let name = free_name(&table, "step_time_s");
+            let timed = table.fill(&name, &|_, row| Some(values[row]).filter(|v| v.is_finite()));
+            notes.push(format!(
+                "{name} = the step time chosen: {timed} row(s) timed"
+            ));
+            hints.push(ColumnHint::new(
+                Field::StepTime,
+                name.clone(),
+                Some(TimeUnit::Seconds),
+                false,
+            ));
+            derived_time = Some(name);
+        }
+    }
+    // The scope of each rate: the one whose clock agrees with the step time, else the vocabulary's.
+    let scope_of = |column: usize, claimed: Scope| -> Scope {
+        let Some(values) = &chosen_values else {
+            return claimed;
+        };
+        clocks
+            .iter()
+            .filter(|c| c.column == Some(column))
+            .find_map(|c| match c.kind {
+                ClockKind::CountRate(scope)
+                    if evidence::compare_rows(&c.values, values).is_some_and(|m| m.agrees()) =>
+                {
+                    Some(scope)
+                }
+                _ => None,
+            })
+            .unwrap_or(claimed)
+    };
+    let time_column = derived_time.clone();
+    // The token rate and its scope, as the evidence decided it.
+    let token_rate: Option<(String, Scope)> = columns_of(Role::TokensPerSecond)
+        .into_iter()
+        .map(|c| {
+            let scope = scope_of(index(&table, &c), Scope::Global);
+            (c, scope)
+        })
+        .chain(
+            columns_of(Role::TokensPerSecondPerDevice)
+                .into_iter()
+                .map(|c| {
+                    let scope = scope_of(index(&table, &c), Scope::PerDevice);
+                    (c, scope)
+                }),
+        )
+        .next();
+    for (c, claimed) in columns_of(Role::TokensPerSecond)
+        .into_iter()
+        .map(|c| (c, Scope::Global))
+        .chain(
+            columns_of(Role::TokensPerSecondPerDevice)
+                .into_iter()
+                .map(|c| (c, Scope::PerDevice)),
+        )
+        .chain(
+            columns_of(Role::SamplesPerSecond)
+                .into_iter()
+                .map(|c| (c, Scope::Global)),
+        )
+        .chain(
+            columns_of(Role::SamplesPerSecondPerDevice)
+                .into_iter()
+                .map(|c| (c, Scope::PerDevice)),
+        )
+    {
+        let decided = scope_of(index(&table, &c), claimed);
+        if decided != claimed {
+            notes.push(format!(
+                "reading: '{c}' is {}, not {} as its name says: the step time bears it out",
+                decided.words(),
+                claimed.words()
+            ));
+        }
+    }
     if let Some(c) = &tokens {
         hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, false));
     } else if let Some(c) = &tokens_seen {
@@ -228,22 +429,27 @@ pub(super) fn read(
                 let b = index(&table, &b);
                 Box::new(move |tb, row| tb.number(b, row).map(|v| v * s))
             }))
-        } else if let (Some(r), Some(tc)) = (first(Role::TokensPerSecond), time_column.clone()) {
-            let (r, time) = (index(&table, &r), time_of(&table, &tc));
-            Some((
-                format!("'{r}' x '{tc}'", r = table.names[r]),
-                Box::new(move |tb, row| Some(tb.number(r, row)? * seconds(tb, time, row)?)),
-            ))
-        } else if let (Some(r), Some(tc), Some(w)) = (
-            first(Role::TokensPerSecondPerDevice),
-            time_column.clone(),
-            world,
-        ) {
-            let (r, time) = (index(&table, &r), time_of(&table, &tc));
-            Some((
-                format!("'{r}' x {w} devices x '{tc}'", r = table.names[r]),
-                Box::new(move |tb, row| Some(tb.number(r, row)? * w * seconds(tb, time, row)?)),
-            ))
+        } else if let (Some((r, scope)), Some(tc)) = (token_rate.clone(), time_column.clone()) {
+            let devices = match scope {
+                Scope::Global => Some(1.0),
+                Scope::PerDevice => world,
+            };
+            devices.map(
+                |w| -> (String, Box<dyn Fn(&Table, usize) -> Option<f64> + '_>) {
+                    let (r, time) = (index(&table, &r), time_of(&table, &tc));
+                    let how = if w == 1.0 && scope == Scope::Global {
+                        format!("'{}' x '{tc}'", table.names[r])
+                    } else {
+                        format!("'{}' x {w} devices x '{tc}'", table.names[r])
+                    };
+                    (
+                        how,
+                        Box::new(move |tb: &Table, row| {
+                            Some(tb.number(r, row)? * w * seconds(tb, time, row)?)
+                        }),
+                    )
+                },
+            )
         } else if let (Some(r), None, Some(e), Some(st)) = (
             first(Role::TokensPerSecond),
             time_column.clone(),
@@ -304,4 +510,26 @@ pub(super) fn read(
         framework: framework.map(|f| f.name.clone()),
         marks,
     })
+}
+
+/// Whether a column's name states the unit of its values (`_ms`, `(s)`, ` in s`, `_sec`).
+fn unit_in_name(name: &str) -> bool {
+    let n = normalise(name);
+    ["s", "ms", "us", "sec", "secs", "seconds", "msec", "millis"]
+        .iter()
+        .any(|u| n.ends_with(&format!("_{u}")) || n.contains(&format!("_{u}_")) || n == *u)
+}
+
+/// `name`, or `name` with a number after it where the table has a column of that name.
+fn free_name(table: &Table, name: &str) -> String {
+    (1..)
+        .map(|n| {
+            if n == 1 {
+                name.to_string()
+            } else {
+                format!("{name}_{n}")
+            }
+        })
+        .find(|n| table.index(n).is_none())
+        .expect("some name is free")
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use super::pairs::{self, Pair, Value};
 use super::rows::{column_name, FamilyRows, FastMap};
 use super::vocabulary::{normalise, vocabulary, Framework, Role};
-use super::{clean, digest, template};
+use super::{clean, digest, stamp, template};
 use crate::goodput::Mark;
 
 /// A candidate training line (with its continuation lines), borrowing from the log's text.
@@ -349,7 +349,7 @@ impl Stamp {
         {
             return None;
         }
-        clean::plain_timestamp(raw.get(self.offset..stamp[stamp.len() - 1].1)?)
+        stamp::plain_timestamp(raw.get(self.offset..stamp[stamp.len() - 1].1)?)
     }
 }
 
@@ -784,13 +784,13 @@ impl<'v> Scanner<'v> {
         let stamp = match place.wall_time {
             None if places == 0 => None,
             Some(wall_time) if places == 1 => {
-                let offset = clean::find_timestamp(raw, 0)?;
+                let offset = stamp::find_timestamp(raw, 0)?;
                 let first = self.runs.iter().position(|r| r.0 == offset)?;
-                let (used, value) = clean::leading_timestamp(&raw[offset..])?;
+                let (used, value) = stamp::leading_iso(&raw[offset..])?;
                 let last = self.runs.iter().position(|r| r.1 == offset + used)?;
                 if value.to_bits() != wall_time.to_bits()
                     || !(first + 5..=first + 6).contains(&last)
-                    || clean::plain_timestamp(&raw[offset..offset + used]).map(f64::to_bits)
+                    || stamp::plain_timestamp(&raw[offset..offset + used]).map(f64::to_bits)
                         != Some(value.to_bits())
                     || !made.free(first..last + 1)
                 {

@@ -88,7 +88,7 @@ pub fn leading(text: &str) -> Option<(usize, f64)> {
     }
     // ISO 8601 and Python logging's layout, with fractions and zones: the reader every log's lines
     // mostly go through.
-    if let Some(found) = super::clean::leading_timestamp(text) {
+    if let Some(found) = leading_iso(text) {
         return Some(found);
     }
     let dated = |days: Option<i64>, at: usize| -> Option<(usize, f64)> {
@@ -176,6 +176,128 @@ pub fn unwrap_undated(values: &mut [f64]) {
         previous = *v;
         *v += carried - first;
     }
+}
+
+/// Whether a timestamp's date and time (`2024-04-17 09:42:26`, `2024-04-17T09:42:26`) start at `s`.
+fn timestamp_at(b: &[u8], s: usize) -> bool {
+    let Some(c) = b.get(s..s + 19) else {
+        return false;
+    };
+    c[4] == b'-'
+        && c[7] == b'-'
+        && c[13] == b':'
+        && c[16] == b':'
+        && (c[10] == b' ' || c[10] == b'T')
+        && c[..4].iter().all(u8::is_ascii_digit)
+        && c[5..7].iter().all(u8::is_ascii_digit)
+        && c[8..10].iter().all(u8::is_ascii_digit)
+        && c[11..13].iter().all(u8::is_ascii_digit)
+        && c[14..16].iter().all(u8::is_ascii_digit)
+        && c[17..19].iter().all(u8::is_ascii_digit)
+        && (s == 0 || !b[s - 1].is_ascii_digit())
+}
+
+/// Where a timestamp (`2024-04-17 09:42:26`, `2024-04-17T09:42:26.123Z`) starts in `text`, from `from`.
+pub(crate) fn find_timestamp(text: &str, from: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    // A timestamp's first `-` is its fifth byte.
+    let search = b.get(from + 4..)?;
+    memchr::memchr_iter(b'-', search)
+        .map(|p| from + p)
+        .find(|&s| timestamp_at(b, s))
+}
+
+/// The length of the timestamp at the start of `text` (with fractions and a zone) and its value.
+pub(crate) fn leading_iso(text: &str) -> Option<(usize, f64)> {
+    let b = text.as_bytes();
+    if !timestamp_at(b, 0) {
+        return None;
+    }
+    let mut end = 19;
+    if end < b.len() && (b[end] == b'.' || b[end] == b',') {
+        end += 1;
+        while end < b.len() && b[end].is_ascii_digit() {
+            end += 1;
+        }
+    }
+    if end < b.len() && b[end] == b'Z' {
+        end += 1;
+    } else if end + 5 <= b.len()
+        && (b[end] == b'+' || b[end] == b'-')
+        && b[end + 1..end + 3].iter().all(u8::is_ascii_digit)
+    {
+        end += if b.get(end + 3) == Some(&b':') { 6 } else { 5 };
+        end = end.min(b.len());
+    }
+    // A fraction or zone of other characters ends it on a character boundary (the pattern's own
+    // bytes are ASCII); anything else is not a timestamp.
+    if !text.is_char_boundary(end) {
+        return None;
+    }
+    let value =
+        plain_timestamp(&text[..end]).or_else(|| crate::values::parse_timestamp(&text[..end]))?;
+    Some((end, value))
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.,]ffffff` with no zone, in seconds since the epoch (as UTC), computed directly:
+/// every line of most logs starts with one, and chrono's format parser took a tenth of the reader's
+/// time on them. The same value as [`crate::values::parse_timestamp`] (a test holds them equal); `None`
+/// for anything else (a zone, an impossible date), which goes to chrono.
+pub(crate) fn plain_timestamp(text: &str) -> Option<f64> {
+    let b = text.as_bytes();
+    if b.len() < 19 || !(b[10] == b' ' || b[10] == b'T') {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
+    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if b[4] != b'-'
+        || b[7] != b'-'
+        || b[13] != b':'
+        || b[16] != b':'
+        || day < 1
+        || day > days_in_month
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut micros = 0i64;
+    if b.len() > 19 {
+        if !(b[19] == b'.' || b[19] == b',') || b.len() == 20 {
+            return None;
+        }
+        let digits = &b[20..];
+        if !digits.iter().all(u8::is_ascii_digit) || digits.len() > 9 {
+            return None;
+        }
+        for k in 0..6 {
+            micros = micros * 10 + digits.get(k).map_or(0, |d| i64::from(d - b'0'));
+        }
+    }
+    // Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    Some((seconds * 1_000_000 + micros) as f64 / 1e6)
 }
 
 #[cfg(test)]

@@ -1,0 +1,279 @@
+//! The candidates stage: every way the chosen rows and the log's facts could give a step's time, each
+//! as a *clock*, one value a row in seconds a step, named for `-v`. The evidence stage
+//! ([`super::evidence`]) compares them and chooses; nothing here decides.
+//!
+//! - **Covering clocks** account for every second between two lines: the lines' timestamps
+//!   (`wall_time` or `log_clock_s`) and running totals of time (`elapsed`, tqdm's elapsed), each
+//!   differenced over the steps between the lines.
+//! - **Logged times** (`step_time`, `time`, `iter time`), read as printed and in the other meanings a
+//!   logged figure can have: the total of the steps since the line before, milliseconds, a running
+//!   total, a rate. Only evidence makes one of those meanings the step time.
+//! - **Rates of steps** (`ups`, `batches_per_sec`, `it/s`): a step time is their inverse.
+//! - **Rates of tokens or samples** over a count a step (the line's own count, the configuration's
+//!   batch): a step time once the rate's scope is known, so one clock per scope, the vocabulary's
+//!   claim first.
+
+use super::rows::{Table, LOG_CLOCK, WALL_TIME};
+
+/// What a clock's values stand for, and so how far evidence can be taken from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClockKind {
+    /// A running total of time in a column, differenced.
+    Elapsed,
+    /// A logged time read in one of its meanings.
+    Logged(Meaning),
+    /// The inverse of a rate of steps.
+    StepsRate,
+    /// A count a step over a rate of tokens or samples of the given scope.
+    CountRate(Scope),
+}
+
+/// The meanings a logged time can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Meaning {
+    /// The step's time, as printed (in the unit its name or its values state).
+    AsPrinted,
+    /// The time of the steps since the line before (`Time 263.47s` over 1,000 updates).
+    Interval,
+    /// Milliseconds though nothing says so.
+    Milliseconds,
+    /// A running total of time, differenced.
+    Total,
+    /// A rate (steps a second) under a name that sounds like a time.
+    Rate,
+}
+
+/// The scope of a rate of tokens or samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    Global,
+    PerDevice,
+}
+
+impl Scope {
+    pub(super) fn other(self) -> Scope {
+        match self {
+            Scope::Global => Scope::PerDevice,
+            Scope::PerDevice => Scope::Global,
+        }
+    }
+
+    pub(super) fn words(self) -> &'static str {
+        match self {
+            Scope::Global => "all devices' rate",
+            Scope::PerDevice => "one device's rate",
+        }
+    }
+}
+
+/// One way of timing the rows: seconds a step at each row (NaN where it gives none).
+#[derive(Debug, Clone)]
+pub(super) struct Clock {
+    /// How it is made, for `-v` (`'iter' (s)`, `tokens a step (32768) / ('tps' x 8 devices)`).
+    pub(super) name: String,
+    pub(super) kind: ClockKind,
+    /// The column it reads (a rate's, a logged time's), to say which column's meaning evidence chose.
+    pub(super) column: Option<usize>,
+    pub(super) values: Vec<f64>,
+}
+
+/// The skeleton of the rows that clocks need: each row's step, its launch, and the steps since the
+/// row before in the same launch.
+#[derive(Debug, Clone)]
+pub(super) struct Steps {
+    pub(super) step: Vec<f64>,
+    /// The index of each row's launch (a new one where the step counter goes back or does not move, or
+    /// after a restart line).
+    pub(super) launch: Vec<usize>,
+    /// Steps since the row before in the same launch (NaN for a launch's first row).
+    pub(super) delta: Vec<f64>,
+}
+
+impl Steps {
+    /// The steps of `table`'s rows from its step column (`None`: no step column), a launch starting
+    /// at each row of `restarts`.
+    pub(super) fn of(table: &Table, step: Option<usize>, restarts: &[usize]) -> Steps {
+        let n = table.height;
+        let step: Vec<f64> = (0..n)
+            .map(|row| step.and_then(|c| table.number(c, row)).unwrap_or(f64::NAN))
+            .collect();
+        let mut launch = Vec::with_capacity(n);
+        let mut delta = Vec::with_capacity(n);
+        let mut current = 0;
+        for row in 0..n {
+            let before = row.checked_sub(1).map(|b| step[b]);
+            let goes_on = before.is_some_and(|b| step[row] > b) && !restarts.contains(&row);
+            if row > 0 && !goes_on {
+                current += 1;
+            }
+            launch.push(current);
+            delta.push(if goes_on {
+                step[row] - before.unwrap_or(f64::NAN)
+            } else {
+                f64::NAN
+            });
+        }
+        Steps {
+            step,
+            launch,
+            delta,
+        }
+    }
+
+    /// Whether every step moves by one between lines (each line is one step).
+    pub(super) fn one_by_one(&self) -> bool {
+        self.delta.iter().all(|d| d.is_nan() || *d == 1.0)
+    }
+}
+
+/// A column's values in seconds (`scale` from its unit), NaN where missing, zero or negative.
+pub(super) fn seconds(table: &Table, column: usize, scale: f64) -> Vec<f64> {
+    (0..table.height)
+        .map(|row| {
+            table
+                .number(column, row)
+                .map(|v| v * scale)
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(f64::NAN)
+        })
+        .collect()
+}
+
+/// A column's values as printed, NaN where missing (a running total's, a timestamp's).
+pub(super) fn values(table: &Table, column: usize) -> Vec<f64> {
+    (0..table.height)
+        .map(|row| table.number(column, row).unwrap_or(f64::NAN))
+        .collect()
+}
+
+/// A running total at each row differenced over the steps since the row before (NaN where it did not
+/// grow or the launch starts).
+pub(super) fn differenced(totals: &[f64], steps: &Steps) -> Vec<f64> {
+    (0..totals.len())
+        .map(|row| {
+            let d = steps.delta[row];
+            if d.is_nan() || row == 0 {
+                return f64::NAN;
+            }
+            let grew = totals[row] - totals[row - 1];
+            if grew > 0.0 {
+                grew / d
+            } else {
+                f64::NAN
+            }
+        })
+        .collect()
+}
+
+/// The lines' own clock, as a column of the table: the timestamps with a date, else those without.
+pub(super) fn timestamps(table: &Table) -> Option<(usize, &'static str)> {
+    [WALL_TIME, LOG_CLOCK]
+        .into_iter()
+        .find_map(|name| table.index(name).map(|c| (c, name)))
+}
+
+/// The clocks a logged time column gives, one for each meaning: its values in seconds (`scale` from
+/// the unit its name or values state; `unit_stated` whether either states one).
+pub(super) fn logged_clocks(
+    table: &Table,
+    column: usize,
+    scale: f64,
+    unit_stated: bool,
+    steps: &Steps,
+) -> Vec<Clock> {
+    let name = &table.names[column];
+    let printed = seconds(table, column, scale);
+    let mut clocks = Vec::new();
+    if !steps.one_by_one() {
+        clocks.push(Clock {
+            name: format!("'{name}' over the steps since the line before"),
+            kind: ClockKind::Logged(Meaning::Interval),
+            column: Some(column),
+            values: printed
+                .iter()
+                .zip(&steps.delta)
+                .map(|(v, d)| v / d)
+                .collect(),
+        });
+    }
+    if !unit_stated {
+        clocks.push(Clock {
+            name: format!("'{name}' in milliseconds"),
+            kind: ClockKind::Logged(Meaning::Milliseconds),
+            column: Some(column),
+            values: printed.iter().map(|v| v / 1e3).collect(),
+        });
+    }
+    clocks.push(Clock {
+        name: format!("'{name}' as a running total, differenced"),
+        kind: ClockKind::Logged(Meaning::Total),
+        column: Some(column),
+        values: differenced(&printed, steps),
+    });
+    clocks.push(Clock {
+        name: format!("1 / '{name}' (a rate of steps)"),
+        kind: ClockKind::Logged(Meaning::Rate),
+        column: Some(column),
+        values: printed.iter().map(|v| 1.0 / v).collect(),
+    });
+    clocks.insert(
+        0,
+        Clock {
+            name: format!("'{name}'{}", if scale == 1.0 { " (s)" } else { "" }),
+            kind: ClockKind::Logged(Meaning::AsPrinted),
+            column: Some(column),
+            values: printed,
+        },
+    );
+    clocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::console::rows::Column;
+
+    fn table(columns: &[(&str, &[f64])]) -> Table {
+        Table {
+            height: columns[0].1.len(),
+            names: columns.iter().map(|(n, _)| n.to_string()).collect(),
+            columns: columns
+                .iter()
+                .map(|(_, v)| Column::Numbers {
+                    values: v.to_vec(),
+                    integer: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn launches_start_where_the_counter_goes_back_or_a_restart_line_is() {
+        let t = table(&[("step", &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0, 40.0])]);
+        let s = Steps::of(&t, Some(0), &[5]);
+        assert_eq!(s.launch, [0, 0, 0, 1, 1, 2, 2]);
+        assert!(s.delta[0].is_nan() && s.delta[3].is_nan() && s.delta[5].is_nan());
+        assert_eq!((s.delta[1], s.delta[6]), (10.0, 10.0));
+        assert!(!s.one_by_one());
+    }
+
+    #[test]
+    fn a_logged_time_in_each_of_its_meanings() {
+        let t = table(&[("step", &[10.0, 20.0, 30.0]), ("time", &[5.0, 10.0, 15.0])]);
+        let s = Steps::of(&t, Some(0), &[]);
+        let clocks = logged_clocks(&t, 1, 1.0, false, &s);
+        let of = |m: Meaning| {
+            clocks
+                .iter()
+                .find(|c| c.kind == ClockKind::Logged(m))
+                .unwrap()
+                .values
+                .clone()
+        };
+        assert_eq!(of(Meaning::AsPrinted), [5.0, 10.0, 15.0]);
+        assert_eq!(&of(Meaning::Interval)[1..], [1.0, 1.5]);
+        assert_eq!(of(Meaning::Milliseconds), [0.005, 0.01, 0.015]);
+        assert_eq!(&of(Meaning::Total)[1..], [0.5, 0.5]);
+        assert_eq!(of(Meaning::Rate)[0], 0.2);
+    }
+}
