@@ -92,8 +92,8 @@ impl Reference {
             let reference = self.span_value((from, to), steps);
             let mut sum = 0.0;
             let mut whole = true;
-            for row in from + 1..=to {
-                let (v, d) = (clock[row], steps.delta[row]);
+            for (v, d) in clock[from + 1..=to].iter().zip(&steps.delta[from + 1..=to]) {
+                let (v, d) = (*v, *d);
                 if !(v.is_finite() && v > 0.0 && d.is_finite()) {
                     whole = false;
                     break;

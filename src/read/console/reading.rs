@@ -435,7 +435,7 @@ pub(super) fn read(
                 Scope::PerDevice => world,
             };
             devices.map(
-                |w| -> (String, Box<dyn Fn(&Table, usize) -> Option<f64> + '_>) {
+                |w| -> Derivation<'_> {
                     let (r, time) = (index(&table, &r), time_of(&table, &tc));
                     let how = if w == 1.0 && scope == Scope::Global {
                         format!("'{}' x '{tc}'", table.names[r])
