@@ -11,7 +11,7 @@ use std::mem::MaybeUninit;
 
 use polars::prelude::*;
 
-use crate::columns::{FieldValues, Numbers, Texts};
+use crate::columns::{FieldValues, Numbers, Texts, WorkUnit};
 use crate::peaks::{Resolved, Resolver, Unresolved};
 use crate::read::text_column::TextColumn;
 
@@ -22,6 +22,14 @@ pub const TOKENS_PER_SECOND: &str = "tokens_per_second";
 pub const ACHIEVED_FLOPS_PER_DEVICE: &str = "achieved_flops_per_device";
 pub const MFU_WALL_CLOCK: &str = "mfu_wall_clock";
 pub const MFU_FWD_BWD: &str = "mfu_fwd_bwd";
+/// Added after the six where the rows count samples (images, utterances, completions).
+pub const SAMPLES_PER_SECOND: &str = "samples_per_second";
+/// Unit and definition of `samples_per_second`.
+pub const SAMPLES_DEFINITION: (&str, &str, &str) = (
+    SAMPLES_PER_SECOND,
+    "samples/s",
+    "samples / step_time, where the rows count samples (images, utterances, sequences, completions); where they count no tokens, tokens_per_second is null and achieved_flops_per_device is samples * flops_per_sample / (num_devices * step_time)",
+);
 
 /// Hardware FLOPs utilization, added with `--recompute full`: the MFU columns x 4/3, since full activation
 /// recomputation runs the forward pass twice.
@@ -1024,6 +1032,29 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
 
+    // Where the work is counted in samples, the rate computed is samples a second; where the rows
+    // count samples besides tokens, samples a second is their own division.
+    let (tps_col, samples_col) = match values.unit {
+        WorkUnit::Samples => {
+            let nulls = Floats::from(vec![None; n]);
+            (nulls, Some(tps_col))
+        }
+        WorkUnit::Tokens if !values.samples.is_missing() => {
+            let mut rate = Floats::with_capacity(n);
+            for row in 0..n {
+                rate.push(finite(
+                    values
+                        .samples
+                        .get(row)
+                        .filter(|c| *c >= 0.0)
+                        .zip(values.step_time_s.get(row).filter(|t| *t > 0.0))
+                        .map(|(c, t)| c / t),
+                ));
+            }
+            (tps_col, Some(rate))
+        }
+        WorkUnit::Tokens => (tps_col, None),
+    };
     let extra_columns = extra_columns(values, extras, &peak_col, &tps_col, &mfu_col, &mfu_fb_col);
     // Every MFU column follows the rule for MFU above 1, the framework's own too: counted, for a
     // warning, never passed on quietly.
@@ -1048,6 +1079,9 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         (MFU_WALL_CLOCK, mfu_col),
         (MFU_FWD_BWD, mfu_fb_col),
     ];
+    if let Some(samples) = samples_col {
+        numbers.push((SAMPLES_PER_SECOND, samples));
+    }
     numbers.extend(extra_columns);
     ComputedValues {
         pairs,
@@ -1262,6 +1296,8 @@ mod tests {
             tokens: column(2),
             num_devices: column(3),
             flops_per_token: column(4),
+            unit: WorkUnit::Tokens,
+            samples: Numbers::Missing,
             device,
             dtype: Texts::Constant("bf16".into()),
             logged_mfu: Numbers::Missing,
@@ -1334,6 +1370,8 @@ mod tests {
             tokens: Numbers::Constant(1000.0),
             num_devices: Numbers::Constant(1.0),
             flops_per_token: Numbers::Constant(1e9),
+            unit: WorkUnit::Tokens,
+            samples: Numbers::Missing,
             device: Texts::Coded {
                 codes: codes.clone(),
                 values: names.iter().map(|s| Some(s.to_string())).collect(),

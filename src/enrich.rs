@@ -14,7 +14,8 @@ use crate::columns::{
 };
 use crate::compute::{
     compute, ComputeStats, Extras, COLUMN_DEFINITIONS, HFU_COLUMNS, HFU_DEFINITIONS,
-    LOGGED_DEFINITION, MFU_LOGGED_CORRECTED, OUTPUT_COLUMNS, ROLLING_COLUMNS,
+    LOGGED_DEFINITION, MFU_LOGGED_CORRECTED, OUTPUT_COLUMNS, ROLLING_COLUMNS, SAMPLES_DEFINITION,
+    SAMPLES_PER_SECOND,
 };
 use crate::flops::Recompute;
 use crate::peaks::Resolver;
@@ -78,9 +79,12 @@ impl EnrichOptions {
         options
     }
 
-    /// The names of the columns this run adds, in order.
-    pub fn added_columns(&self) -> Vec<&'static str> {
+    /// The names of the columns this run adds to a table mapped as `mapping`, in order.
+    pub fn added_columns(&self, mapping: &ColumnMapping) -> Vec<&'static str> {
         let mut names = OUTPUT_COLUMNS.to_vec();
+        if mapping.source(crate::columns::Field::Samples) != &crate::columns::FieldSource::Missing {
+            names.push(SAMPLES_PER_SECOND);
+        }
         if self.recompute == Recompute::Full {
             names.extend(HFU_COLUMNS);
         }
@@ -105,6 +109,7 @@ impl EnrichOptions {
 /// Whether `name` is one of the columns mfu adds.
 pub fn is_added_column(name: &str) -> bool {
     OUTPUT_COLUMNS.contains(&name)
+        || name == SAMPLES_PER_SECOND
         || HFU_COLUMNS.contains(&name)
         || ROLLING_COLUMNS.contains(&name)
         || name == MFU_LOGGED_CORRECTED
@@ -155,7 +160,7 @@ pub fn plan_columns(
     }
     let mapping = map_typed_columns(names, numeric, &options.columns)?;
     let mut renamed = Vec::new();
-    for taken in options.added_columns() {
+    for taken in options.added_columns(&mapping) {
         if names.contains(&taken) {
             let mut new = format!("{taken}_input");
             let mut k = 2;
@@ -302,8 +307,11 @@ pub fn output_metadata(options: &EnrichOptions) -> Metadata {
         .iter()
         .map(|(a, b, c)| (*a, *b, c.as_str()))
         .collect();
+    // samples_per_second is added where the rows count samples: its definition is written with the
+    // six's, and applies where the column is there.
     let columns: serde_json::Map<String, serde_json::Value> = COLUMN_DEFINITIONS
         .iter()
+        .chain(std::iter::once(&SAMPLES_DEFINITION))
         .chain(hfu)
         .chain(logged)
         .chain(rolling.iter())

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use crate::columns::FieldValues;
+use crate::columns::{FieldValues, WorkUnit};
 use crate::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, RESOLVED_DEVICE};
 
 /// Runs with fewer logged steps than this are flagged.
@@ -60,6 +60,9 @@ pub struct RunSummary {
     pub framework: Option<String>,
     pub mfu_logged: Option<f64>,
     pub audit: Option<String>,
+    /// Samples (images, utterances, completions) where the rows count them, and their rate.
+    pub samples: Option<f64>,
+    pub samples_per_second: Option<f64>,
 }
 
 #[derive(Default)]
@@ -74,6 +77,8 @@ struct Accumulator {
     last_step: Option<f64>,
     tokens: f64,
     tokens_seen: bool,
+    samples: f64,
+    samples_seen: bool,
     time: f64,
     time_seen: bool,
     work: f64,
@@ -211,7 +216,13 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 .fwd_bwd_time_s
                 .get(row)
                 .filter(|t| t.is_finite() && *t > 0.0);
-            let tokens = v.tokens.get(row).filter(|t| t.is_finite() && *t >= 0.0);
+            // The work's count is tokens or samples (FieldValues::unit); samples are counted besides
+            // tokens where the rows have both.
+            let count = |n: Option<f64>| n.filter(|c| c.is_finite() && *c >= 0.0);
+            let (tokens, samples) = match v.unit {
+                WorkUnit::Tokens => (count(v.tokens.get(row)), count(v.samples.get(row))),
+                WorkUnit::Samples => (None, count(v.tokens.get(row))),
+            };
             if let Some(t) = t {
                 acc.time += t * span;
                 acc.time_seen = true;
@@ -219,6 +230,10 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             if let (Some(tok), Some(_)) = (tokens, t) {
                 acc.tokens += tok * span;
                 acc.tokens_seen = true;
+            }
+            if let (Some(n), Some(_)) = (samples, t) {
+                acc.samples += n * span;
+                acc.samples_seen = true;
             }
             if let Some(p) = peaks[row] {
                 push_distinct(&mut acc.peaks, p);
@@ -279,7 +294,9 @@ fn finish(acc: Accumulator) -> RunSummary {
         flags.push("peak varies".to_string());
     }
     let tokens = acc.tokens_seen.then_some(acc.tokens);
+    let samples = acc.samples_seen.then_some(acc.samples);
     let time = acc.time_seen.then_some(acc.time);
+    let rate = |n: Option<f64>| n.zip(time).filter(|(_, t)| *t > 0.0).map(|(k, t)| k / t);
     RunSummary {
         keys: acc.keys,
         device: (!acc.devices.is_empty()).then(|| acc.devices.join(";")),
@@ -290,10 +307,9 @@ fn finish(acc: Accumulator) -> RunSummary {
         last_step: acc.last_step,
         tokens,
         step_time_total_s: time,
-        tokens_per_second: tokens
-            .zip(time)
-            .filter(|(_, t)| *t > 0.0)
-            .map(|(k, t)| k / t),
+        tokens_per_second: rate(tokens),
+        samples,
+        samples_per_second: rate(samples),
         mfu_wall_clock: (acc.capacity > 0.0).then(|| acc.work / acc.capacity),
         mfu_fwd_bwd: (acc.capacity_fb > 0.0).then(|| acc.work_fb / acc.capacity_fb),
         mfu_wall_clock_p10: quantile(&mfus, 0.1),
@@ -349,7 +365,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 }
 
 /// Column names of the machine formats, after the key columns.
-pub const SUMMARY_COLUMNS: [&str; 19] = [
+pub const SUMMARY_COLUMNS: [&str; 21] = [
     "device",
     "dtype",
     "num_devices",
@@ -369,6 +385,8 @@ pub const SUMMARY_COLUMNS: [&str; 19] = [
     "framework",
     "mfu_logged",
     "audit",
+    "samples",
+    "samples_per_second",
 ];
 
 /// The summaries as a frame: the key columns (named `key_names`), then [`SUMMARY_COLUMNS`].
@@ -434,6 +452,8 @@ pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataF
         "audit".into(),
         runs.iter().map(|r| r.audit.clone()).collect::<Vec<_>>(),
     ));
+    columns.push(count("samples", &|r| r.samples));
+    columns.push(f("samples_per_second", &|r| r.samples_per_second));
     DataFrame::new(runs.len(), columns)
 }
 

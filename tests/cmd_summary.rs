@@ -117,7 +117,7 @@ fn csv_table_and_enriched_input_agree() {
     let header = text.lines().next().unwrap();
     assert_eq!(
         header,
-        "run_id,device,dtype,num_devices,steps,first_step,last_step,tokens,step_time_total_s,tokens_per_second,mfu_wall_clock,mfu_fwd_bwd,mfu_wall_clock_p10,mfu_wall_clock_p50,mfu_wall_clock_p90,peak_flops_per_device,flags,framework,mfu_logged,audit"
+        "run_id,device,dtype,num_devices,steps,first_step,last_step,tokens,step_time_total_s,tokens_per_second,mfu_wall_clock,mfu_fwd_bwd,mfu_wall_clock_p10,mfu_wall_clock_p50,mfu_wall_clock_p90,peak_flops_per_device,flags,framework,mfu_logged,audit,samples,samples_per_second"
     );
     assert_eq!(
         from_raw, from_enriched,

@@ -8,7 +8,8 @@ enriched table has every input column unchanged, then ``resolved_device``, ``pea
 never guessed, where the device or precision is unknown.
 
 Options are the command line's, with ``_`` for ``-``: ``device``, ``dtype``, ``model_dtype``,
-``num_devices``, ``flops_per_token``, ``tokens_per_step``, ``seq_len``, ``time_unit``,
+``num_devices``, ``flops_per_token``, ``tokens_per_step``, ``samples_per_step``, ``flops_per_sample``,
+``seq_len``, ``time_unit``,
 ``map={field: column}``, ``override``, ``peaks=[files]``, ``peak_flops``, ``model_config``, ``attention``,
 ``convention``, ``recompute``, ``cumulative``, ``logged_peak_flops``, ``logged_convention``, ``window``,
 ``metadata``, ``storage_options``, and for files ``shape``, ``input_format``, ``rows``, ``skip_bad_rows``,

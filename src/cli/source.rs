@@ -74,7 +74,7 @@ pub struct SourceArgs {
     pub logged_convention: Option<mfu::conventions::Convention>,
 
     /// Use COLUMN for FIELD instead of detecting it (FIELD: run_id, step, step_time, fwd_bwd_time, tokens,
-    /// num_devices, device_name, dtype, flops_per_token). Repeatable.
+    /// samples, num_devices, device_name, dtype, flops_per_token, flops_per_sample). Repeatable.
     #[arg(long = "map", value_name = "FIELD=COLUMN", value_parser = parse_mapping)]
     pub map: Vec<(Field, String)>,
 
@@ -103,6 +103,17 @@ pub struct SourceArgs {
     /// Tokens per optimizer step (all devices together) for every row.
     #[arg(long, value_name = "T", value_parser = parse_positive)]
     pub tokens_per_step: Option<f64>,
+
+    /// Samples per optimizer step (all devices together) for every row, for a log that counts
+    /// images, utterances, sequences or completions rather than tokens: samples_per_second is then
+    /// filled, and MFU too with --flops-per-sample.
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub samples_per_step: Option<f64>,
+
+    /// Model FLOPs per sample (forward + backward: about 3 x the forward pass) for every row. `mfu flops
+    /// --vision` lists figures for common vision models.
+    #[arg(long, value_name = "F", value_parser = parse_positive)]
+    pub flops_per_sample: Option<f64>,
 
     /// Compute flops_per_token from this model config.json when the log has no such column (needs
     /// --seq-len or a seq_len column). See `mfu flops` for the convention.
@@ -225,6 +236,8 @@ impl SourceArgs {
             flops_per_token: self.flops_per_token,
             tokens_per_step: self.tokens_per_step,
             seq_len: self.seq_len,
+            samples_per_step: self.samples_per_step,
+            flops_per_sample: self.flops_per_sample,
             model_dtype: self.model_dtype,
             model_config: self.model_config.clone(),
             attention: self.attention.into(),

@@ -83,6 +83,11 @@ fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
     if audited {
         header.push("logged MFU %");
     }
+    // Samples a second, where any run counts samples (images, utterances, completions).
+    let sampled = runs.iter().any(|r| r.samples_per_second.is_some());
+    if sampled {
+        header.push("samples/s");
+    }
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
@@ -107,6 +112,15 @@ fn table_text(keys: &[String], runs: &[RunSummary]) -> String {
                     (Some(f), m) => format!("{} ({f})", pct(m)),
                     (None, _) => "-".into(),
                 });
+            }
+            if sampled {
+                row.push(r.samples_per_second.map_or("-".into(), |t| {
+                    if t >= 100.0 {
+                        format!("{t:.0}")
+                    } else {
+                        format!("{t:.3}")
+                    }
+                }));
             }
             row
         })
@@ -148,6 +162,7 @@ fn json_text(keys: &[String], runs: &[RunSummary]) -> anyhow::Result<String> {
                 "mfu_wall_clock_p90": r.mfu_wall_clock_p90,
                 "peak_flops_per_device": r.peak_flops_per_device, "flags": r.flags.join(";"),
                 "framework": r.framework, "mfu_logged": r.mfu_logged, "audit": r.audit,
+                "samples": count(r.samples), "samples_per_second": r.samples_per_second,
             });
             for name in mfu::summary::SUMMARY_COLUMNS {
                 o.insert(name.to_string(), fields[name].clone());

@@ -33,10 +33,15 @@ pub enum Field {
     /// The peak FLOP/s the log says its own MFU was computed against (torchtitan's `Peak FLOPS used
     /// for computing MFU`); `mfu audit` reads it.
     LoggedPeakFlops,
+    /// Samples (images, utterances, sequences, completions) of the step, all devices together: the
+    /// unit of work of logs that count no tokens.
+    Samples,
+    /// Model FLOPs per sample (forward + backward).
+    FlopsPerSample,
 }
 
 impl Field {
-    pub const ALL: [Field; 12] = [
+    pub const ALL: [Field; 14] = [
         Field::RunId,
         Field::Step,
         Field::StepTime,
@@ -49,6 +54,8 @@ impl Field {
         Field::SeqLen,
         Field::LoggedMfu,
         Field::LoggedPeakFlops,
+        Field::Samples,
+        Field::FlopsPerSample,
     ];
 
     /// The field's name, as `--map` takes it.
@@ -66,6 +73,8 @@ impl Field {
             Field::SeqLen => "seq_len",
             Field::LoggedMfu => "logged_mfu",
             Field::LoggedPeakFlops => "logged_peak_flops",
+            Field::Samples => "samples",
+            Field::FlopsPerSample => "flops_per_sample",
         }
     }
 
@@ -135,6 +144,8 @@ impl Field {
                 "device/mfu",
             ],
             Field::LoggedPeakFlops => &["logged_peak_flops"],
+            Field::Samples => &["samples", "samples_per_step", "num_samples", "step_samples"],
+            Field::FlopsPerSample => &["flops_per_sample", "model_flops_per_sample"],
         }
     }
 
@@ -163,6 +174,12 @@ impl Field {
                 "consumed_tokens",
                 "cumulative_tokens",
             ],
+            Field::Samples => &[
+                "consumed_samples",
+                "samples_seen",
+                "num_samples_seen",
+                "total_samples",
+            ],
             _ => &[],
         }
     }
@@ -186,16 +203,17 @@ impl Field {
             Field::FlopsPerToken => Some("--flops-per-token"),
             Field::Tokens => Some("--tokens-per-step"),
             Field::SeqLen => Some("--seq-len"),
+            Field::Samples => Some("--samples-per-step"),
+            Field::FlopsPerSample => Some("--flops-per-sample"),
             _ => None,
         }
     }
 
-    /// Fields without which no throughput can be computed at all.
+    /// Fields without which no throughput can be computed at all: the step time (a count, tokens or
+    /// samples, is required too: see [`map_typed_columns`]). Without a device count or FLOPs a unit,
+    /// throughput is still filled and MFU is null, with a warning.
     pub fn is_required(self) -> bool {
-        matches!(
-            self,
-            Field::StepTime | Field::Tokens | Field::NumDevices | Field::FlopsPerToken
-        )
+        matches!(self, Field::StepTime)
     }
 }
 
@@ -297,6 +315,10 @@ pub struct Constants {
     pub tokens_per_step: Option<f64>,
     /// Sequence length, for FLOPs per token from a model configuration.
     pub seq_len: Option<f64>,
+    /// Samples per optimizer step (all devices together), for logs that count samples, not tokens.
+    pub samples_per_step: Option<f64>,
+    /// Model FLOPs per sample (forward + backward).
+    pub flops_per_sample: Option<f64>,
 }
 
 impl Constants {
@@ -314,6 +336,8 @@ impl Constants {
             Field::FlopsPerToken => self.flops_per_token,
             Field::Tokens => self.tokens_per_step,
             Field::SeqLen => self.seq_len,
+            Field::Samples => self.samples_per_step,
+            Field::FlopsPerSample => self.flops_per_sample,
             _ => None,
         }
     }
@@ -492,6 +516,20 @@ impl ColumnMapping {
             .find(|(f, _)| *f == field)
             .expect("every field has a source")
             .1
+    }
+
+    /// What the work is counted in: tokens where the rows count them and either their FLOPs are
+    /// known or the samples' are not; samples otherwise, where the rows count them.
+    pub fn unit(&self) -> WorkUnit {
+        let known = |field: Field| self.source(field) != &FieldSource::Missing;
+        if known(Field::Samples)
+            && (!known(Field::Tokens)
+                || (!known(Field::FlopsPerToken) && known(Field::FlopsPerSample)))
+        {
+            WorkUnit::Samples
+        } else {
+            WorkUnit::Tokens
+        }
     }
 
     /// One line per field, for `-v`.
@@ -790,6 +828,18 @@ pub fn map_typed_columns(
         sources.push((field, source));
     }
     let mapping = ColumnMapping { sources };
+    // A count is required, tokens or samples: without either, no throughput.
+    if !options.lenient
+        && mapping.source(Field::Tokens) == &FieldSource::Missing
+        && mapping.source(Field::Samples) == &FieldSource::Missing
+    {
+        return Err(ColumnError::Missing {
+            field: Field::Tokens,
+            tried: Field::Tokens.aliases().join(", "),
+            available: closest_columns(columns, Field::Tokens),
+            hint: "; give it with --tokens-per-step or --map tokens=COLUMN (a log that counts images, utterances or other samples: --samples-per-step or --map samples=COLUMN)".into(),
+        });
+    }
     if mapping.source(Field::FlopsPerToken) == &FieldSource::ModelConfig
         && mapping.source(Field::SeqLen) == &FieldSource::Missing
     {
@@ -914,15 +964,43 @@ fn text_values(col: &Column) -> PolarsResult<StringChunked> {
     })
 }
 
+/// What a run's work is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkUnit {
+    #[default]
+    Tokens,
+    /// Samples: images, utterances, sequences, completions.
+    Samples,
+}
+
+impl WorkUnit {
+    /// The unit's plural (`tokens`, `samples`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkUnit::Tokens => "tokens",
+            WorkUnit::Samples => "samples",
+        }
+    }
+}
+
 /// The typed values of every field the computation reads, for one frame.
 #[derive(Debug, Clone)]
 pub struct FieldValues {
     pub height: usize,
     pub step_time_s: Numbers,
     pub fwd_bwd_time_s: Numbers,
+    /// The count of the step's work in [`FieldValues::unit`]: tokens, or samples where the unit is
+    /// samples.
     pub tokens: Numbers,
     pub num_devices: Numbers,
+    /// FLOPs per unit of work: per token, or per sample where the unit is samples.
     pub flops_per_token: Numbers,
+    /// What the work is counted in (tokens unless the rows count samples only, or only the samples
+    /// have FLOPs a unit).
+    pub unit: WorkUnit,
+    /// The samples of each step where the rows count them (whatever the unit), for
+    /// `samples_per_second`; missing where they do not.
+    pub samples: Numbers,
     pub device: Texts,
     pub dtype: Texts,
     /// The log's own MFU as a fraction (a column named as a percentage is divided by 100).
@@ -1054,6 +1132,8 @@ pub fn extract_from(
     let mut tokens = numbers(Field::Tokens)?;
     let num_devices = numbers(Field::NumDevices)?;
     let mut flops_per_token = numbers(Field::FlopsPerToken)?;
+    let samples = numbers(Field::Samples)?;
+    let flops_per_sample = numbers(Field::FlopsPerSample)?;
     let counts_from_model = matches!(
         mapping.source(Field::FlopsPerToken),
         FieldSource::ModelConfig
@@ -1125,6 +1205,11 @@ pub fn extract_from(
             ));
         }
     }
+    let unit = mapping.unit();
+    let (tokens, flops_per_token) = match unit {
+        WorkUnit::Tokens => (tokens, flops_per_token),
+        WorkUnit::Samples => (samples.clone(), flops_per_sample),
+    };
     Ok(FieldValues {
         height: df.height(),
         step_time_s,
@@ -1132,6 +1217,8 @@ pub fn extract_from(
         tokens,
         num_devices,
         flops_per_token,
+        unit,
+        samples,
         device: device?,
         dtype: dtype?,
         logged_mfu,

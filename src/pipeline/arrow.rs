@@ -459,7 +459,7 @@ mod tests {
         let frame = crate::arrow_bridge::record_batch_to_frame(batch).unwrap();
         let enriched = crate::enrich::enrich_frame(frame, options).unwrap();
         options
-            .added_columns()
+            .added_columns(&enriched.mapping)
             .iter()
             .map(|name| {
                 let series = enriched

@@ -69,6 +69,10 @@ pub struct Options {
     pub flops_per_token: Option<f64>,
     pub tokens_per_step: Option<f64>,
     pub seq_len: Option<f64>,
+    /// Samples per optimizer step and model FLOPs per sample, for logs that count samples (images,
+    /// utterances, completions) rather than tokens.
+    pub samples_per_step: Option<f64>,
+    pub flops_per_sample: Option<f64>,
     /// What precision "no" (accelerate's mixed_precision) means.
     pub model_dtype: Option<Dtype>,
     /// A model config.json to count FLOPs per token from, with `seq_len`.
@@ -132,6 +136,8 @@ impl Options {
                     flops_per_token: self.flops_per_token,
                     tokens_per_step: self.tokens_per_step,
                     seq_len: self.seq_len,
+                    samples_per_step: self.samples_per_step,
+                    flops_per_sample: self.flops_per_sample,
                 },
                 allow_override: self.override_columns,
                 model: model_flops(self)?,
@@ -463,6 +469,7 @@ impl Plan {
                     num_devices: options.num_devices,
                     seq_len: options.seq_len,
                     tokens_per_step: options.tokens_per_step,
+                    samples_per_step: options.samples_per_step,
                 },
                 every_attempt: options.every_attempt,
                 budget: Some(MemoryBudget::new(
@@ -744,6 +751,31 @@ pub fn warnings_for(display: &str, seen: &Seen, options: &EnrichOptions) -> Vec<
         warnings.push(format!(
             "{}: the input's own column '{old}' is kept as '{new}'",
             display
+        ));
+    }
+    // Throughput is filled without a device count or FLOPs a unit; MFU is not, and says why.
+    let unit = seen.mapping.unit();
+    let (flops_field, flops_flag, per) = match unit {
+        crate::columns::WorkUnit::Tokens => (
+            Field::FlopsPerToken,
+            "--flops-per-token or --model-config",
+            "token",
+        ),
+        crate::columns::WorkUnit::Samples => (
+            Field::FlopsPerSample,
+            "--flops-per-sample (`mfu flops --vision` lists common vision models)",
+            "sample",
+        ),
+    };
+    let missing = |field: Field| seen.mapping.source(field) == &FieldSource::Missing;
+    if missing(Field::NumDevices) && !options.columns.lenient {
+        warnings.push(format!(
+            "{display}: no device count: achieved FLOP/s and MFU are null, throughput is filled; give it with --num-devices"
+        ));
+    }
+    if missing(flops_field) && !options.columns.lenient {
+        warnings.push(format!(
+            "{display}: no FLOPs per {per}: MFU is null, throughput is filled; give it with {flops_flag}"
         ));
     }
     if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {

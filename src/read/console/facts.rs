@@ -331,12 +331,29 @@ impl ConfigFacts {
     /// Samples (sequences) of one optimizer step over all devices, as configured: the global batch,
     /// or the micro-batch x gradient accumulation x data-parallel ranks.
     pub fn samples_per_step(&self) -> Option<f64> {
+        self.samples_per_step_from().map(|(n, _)| n)
+    }
+
+    /// [`ConfigFacts::samples_per_step`] and where it was read.
+    pub fn samples_per_step_from(&self) -> Option<(f64, String)> {
         if let Some(batch) = self.number(Fact::GlobalBatch) {
-            return Some(batch);
+            return Some((batch, self.origin(Fact::GlobalBatch)));
         }
         let micro = self.number(Fact::MicroBatch)?;
         let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
-        Some(micro * accum * self.data_parallel_ranks()?.0)
+        let (ranks, ranks_from) = self.data_parallel_ranks()?;
+        Some((
+            micro * accum * ranks,
+            format!(
+                "{} x {} x {ranks} data-parallel ranks ({ranks_from})",
+                self.origin(Fact::MicroBatch),
+                if self.number(Fact::GradAccum).is_some() {
+                    self.origin(Fact::GradAccum)
+                } else {
+                    "no gradient accumulation".into()
+                },
+            ),
+        ))
     }
 
     /// The data-parallel ranks: stated, else the device count over the tensor, pipeline and context
@@ -409,6 +426,13 @@ impl ConfigFacts {
         }
         if let Some(s) = self.number(Fact::SeqLen) {
             facts.push(RunFact::number(Field::SeqLen, s, self.origin(Fact::SeqLen)));
+        }
+        if let Some((n, from)) = self.samples_per_step_from() {
+            facts.push(RunFact::number(
+                Field::Samples,
+                n,
+                format!("samples a step = {from}"),
+            ));
         }
         if let Some((t, from)) = self.tokens_per_step() {
             facts.push(RunFact::number(

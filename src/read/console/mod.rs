@@ -96,6 +96,7 @@ pub struct Given {
     pub num_devices: Option<f64>,
     pub seq_len: Option<f64>,
     pub tokens_per_step: Option<f64>,
+    pub samples_per_step: Option<f64>,
 }
 
 /// Reads a console log from `source` as it streams; `framework` names its framework when known

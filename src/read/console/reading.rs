@@ -68,6 +68,11 @@ pub(super) fn read(
             Fact::TokensPerStep,
             "--tokens-per-step",
         ),
+        (
+            given.samples_per_step,
+            Fact::GlobalBatch,
+            "--samples-per-step",
+        ),
     ] {
         if let Some(n) = value {
             config.set_flag(fact, n, flag);
@@ -434,22 +439,20 @@ pub(super) fn read(
                 Scope::Global => Some(1.0),
                 Scope::PerDevice => world,
             };
-            devices.map(
-                |w| -> Derivation<'_> {
-                    let (r, time) = (index(&table, &r), time_of(&table, &tc));
-                    let how = if w == 1.0 && scope == Scope::Global {
-                        format!("'{}' x '{tc}'", table.names[r])
-                    } else {
-                        format!("'{}' x {w} devices x '{tc}'", table.names[r])
-                    };
-                    (
-                        how,
-                        Box::new(move |tb: &Table, row| {
-                            Some(tb.number(r, row)? * w * seconds(tb, time, row)?)
-                        }),
-                    )
-                },
-            )
+            devices.map(|w| -> Derivation<'_> {
+                let (r, time) = (index(&table, &r), time_of(&table, &tc));
+                let how = if w == 1.0 && scope == Scope::Global {
+                    format!("'{}' x '{tc}'", table.names[r])
+                } else {
+                    format!("'{}' x {w} devices x '{tc}'", table.names[r])
+                };
+                (
+                    how,
+                    Box::new(move |tb: &Table, row| {
+                        Some(tb.number(r, row)? * w * seconds(tb, time, row)?)
+                    }),
+                )
+            })
         } else if let (Some(r), None, Some(e), Some(st)) = (
             first(Role::TokensPerSecond),
             time_column.clone(),
@@ -491,6 +494,43 @@ pub(super) fn read(
             let counted = table.fill("tokens", &f);
             notes.push(format!("tokens = {how}: {counted} row(s) counted"));
             hints.push(ColumnHint::new(Field::Tokens, "tokens".into(), None, false));
+        }
+    }
+    // Samples: the configured batch (a fact of the run), else a samples rate x the step time.
+    let sample_rate: Option<(String, Scope)> = columns_of(Role::SamplesPerSecond)
+        .into_iter()
+        .map(|c| {
+            let scope = scope_of(index(&table, &c), Scope::Global);
+            (c, scope)
+        })
+        .chain(
+            columns_of(Role::SamplesPerSecondPerDevice)
+                .into_iter()
+                .map(|c| {
+                    let scope = scope_of(index(&table, &c), Scope::PerDevice);
+                    (c, scope)
+                }),
+        )
+        .next();
+    if !facts.iter().any(|f| f.field == Field::Samples) {
+        if let (Some((r, scope)), Some(tc)) = (sample_rate, time_column.clone()) {
+            let devices = match scope {
+                Scope::Global => Some(1.0),
+                Scope::PerDevice => world,
+            };
+            if let Some(w) = devices {
+                let (rate, time) = (index(&table, &r), time_of(&table, &tc));
+                let name = free_name(&table, "samples");
+                let counted = table.fill(&name, &|tb, row| {
+                    Some(tb.number(rate, row)? * w * seconds(tb, time, row)?)
+                });
+                notes.push(if scope == Scope::Global {
+                    format!("{name} = '{r}' x '{tc}': {counted} row(s) counted")
+                } else {
+                    format!("{name} = '{r}' x {w} devices x '{tc}': {counted} row(s) counted")
+                });
+                hints.push(ColumnHint::new(Field::Samples, name, None, false));
+            }
         }
     }
     if let Some(c) = first(Role::LoggedMfu) {
