@@ -283,9 +283,15 @@ impl TimeUnit {
                 || n.contains(&format!("_{unit}/"))
                 || n.contains(&format!("_{unit}_"))
         };
-        if says("ms") {
+        // `ms/batch`, `ms per step`: milliseconds a something.
+        let per = |unit: &str| {
+            n.starts_with(&format!("{unit}/"))
+                || n.starts_with(&format!("{unit}_per"))
+                || n.starts_with(&format!("{unit} per"))
+        };
+        if says("ms") || per("ms") {
             TimeUnit::Milliseconds
-        } else if says("us") {
+        } else if says("us") || per("us") {
             TimeUnit::Microseconds
         } else {
             TimeUnit::Seconds

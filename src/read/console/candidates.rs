@@ -13,7 +13,7 @@
 //!   batch): a step time once the rate's scope is known, so one clock per scope, the vocabulary's
 //!   claim first.
 
-use super::rows::{Table, LOG_CLOCK, WALL_TIME};
+use super::rows::{Column, Table, LOG_CLOCK, WALL_TIME};
 
 /// What a clock's values stand for, and so how far evidence can be taken from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,10 +228,68 @@ pub(super) fn logged_clocks(
     clocks
 }
 
+/// The step of each row where the family's counter restarts every epoch (`Epoch: [3] [ 50/1251]`,
+/// `Train: 2 [5000/10009]`, `Epoch [2][500/14659]`): the epoch a row is in, from the column whose value
+/// moves exactly where the counter goes back, times the counter's total `N`, plus the counter. Epochs
+/// counted from 0 where one is 0, else from 1. `None` where the counter never goes back, no column
+/// moves with it, or its total is not printed. Gives the steps and the words that say how.
+pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, String)> {
+    let counter = values(table, step);
+    let per_epoch = table
+        .totals
+        .iter()
+        .find(|(c, _)| *c == step)
+        .map(|(_, n)| *n)?;
+    let back = |r: usize| counter[r] < counter[r - 1];
+    let n = table.height;
+    if !(1..n).any(|r| counter[r].is_finite() && counter[r - 1].is_finite() && back(r)) {
+        return None;
+    }
+    let whole = |v: &[f64]| v.iter().filter(|x| x.is_finite()).all(|x| x.fract() == 0.0);
+    let mut candidates: Vec<usize> = (0..table.names.len())
+        .filter(|&c| c != step && matches!(table.columns[c], Column::Numbers { .. }))
+        .collect();
+    // Columns named for epochs first.
+    candidates.sort_by_key(|&c| !table.names[c].to_ascii_lowercase().contains("epoch"));
+    let epoch = candidates.into_iter().find(|&c| {
+        let e = values(table, c);
+        if !whole(&e) {
+            return false;
+        }
+        let (mut agree, mut seen, mut moved) = (0usize, 0usize, 0usize);
+        for r in 1..n {
+            let defined = [counter[r], counter[r - 1], e[r], e[r - 1]]
+                .iter()
+                .all(|v| v.is_finite());
+            if !defined {
+                continue;
+            }
+            seen += 1;
+            let changed = e[r] != e[r - 1];
+            agree += usize::from(changed == back(r));
+            moved += usize::from(back(r) && e[r] > e[r - 1]);
+        }
+        moved > 0 && agree * 20 >= seen * 19
+    })?;
+    let e = values(table, epoch);
+    let base = if e.contains(&0.0) { 0.0 } else { 1.0 };
+    let steps = (0..n)
+        .map(|r| (e[r] - base) * per_epoch + counter[r])
+        .collect();
+    Some((
+        steps,
+        format!(
+            "step = ('{}'{}) x {per_epoch} + '{}': the counter restarts every epoch",
+            table.names[epoch],
+            if base == 1.0 { " - 1" } else { "" },
+            table.names[step]
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::console::rows::Column;
 
     fn table(columns: &[(&str, &[f64])]) -> Table {
         Table {
@@ -244,6 +302,7 @@ mod tests {
                     integer: false,
                 })
                 .collect(),
+            totals: Vec::new(),
         }
     }
 

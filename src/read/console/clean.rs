@@ -105,6 +105,47 @@ fn level_then_stamp(text: &str) -> Option<(usize, f64)> {
     Some((text.len() - after.len() + used, value))
 }
 
+/// The length of a logger's name and level before its message: Python logging's basic layout
+/// `INFO:root:` (MXNet), `d2.utils.events INFO:` (detectron2, PaddleDetection, LiBai), and `- mmdet -
+/// INFO - ` / `- mindformers[file.py:316] - INFO - ` / `- INFO - ` after a timestamp.
+fn logger_prefix(text: &str) -> Option<usize> {
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '<' | '>' | '-');
+    // `INFO:root:`
+    for level in LEVELS {
+        if let Some(rest) = text.strip_prefix(level).and_then(|r| r.strip_prefix(':')) {
+            let name = rest.find(|c: char| !name_char(c)).unwrap_or(rest.len());
+            if name > 0 && rest[name..].starts_with(':') {
+                return Some(level.len() + 1 + name + 1);
+            }
+        }
+    }
+    // `d2.utils.events INFO:`
+    let name = text.find(|c: char| !name_char(c)).unwrap_or(text.len());
+    if name > 0 && text[name..].starts_with(' ') {
+        let rest = &text[name + 1..];
+        for level in LEVELS {
+            if rest.starts_with(level) && rest[level.len()..].starts_with(':') {
+                return Some(name + 1 + level.len() + 1);
+            }
+        }
+    }
+    // `- mmdet - INFO - `, `- INFO - `: fields of a logger's layout up to the level.
+    let mut at = usize::from(text.starts_with("- ")) * 2;
+    for _ in 0..3 {
+        let rest = &text[at..];
+        let field_end = rest.find(" - ")?;
+        let field = rest[..field_end].trim();
+        if LEVELS.contains(&field) {
+            return Some(at + field_end + 3);
+        }
+        if field.is_empty() || field.contains(' ') || field.len() > 80 {
+            return None;
+        }
+        at += field_end + 3;
+    }
+    None
+}
+
 /// The timestamp inside a logger's bracketed tag (`[2024-05-01 10:00:00,123]`, `[03/08 14:32:46]`,
 /// `[NeMo I 2024-05-01 10:00:00 nemo_logging:381]`): at its start or at the start of one of its words.
 fn stamp_in_tag(tag: &str) -> Option<f64> {
@@ -137,6 +178,10 @@ fn strip_prefixes<'a>(mut text: &'a str, line: &mut Line<'_>) -> &'a str {
         if let Some((used, value)) = stamp::leading(trimmed) {
             line.wall_time = line.wall_time.or(Some(value));
             text = trimmed[used..].trim_start_matches([' ', ':']);
+            continue;
+        }
+        if let Some(used) = logger_prefix(trimmed) {
+            text = &trimmed[used..];
             continue;
         }
         // A level word before the timestamp: `INFO    24-10-19 18:47:38.013589 - ...`,
@@ -340,7 +385,7 @@ mod tests {
     #[test]
     fn prefixes_and_timestamps() {
         let l = one("\u{1b}[32m[titan] 2025-03-01 10:00:00,000 - root - INFO - \u{1b}[31mstep: 20\u{1b}[39m");
-        assert_eq!(l.text, "- root - INFO - step: 20");
+        assert_eq!(l.text, "step: 20");
         assert_eq!(
             l.wall_time,
             crate::values::parse_timestamp("2025-03-01 10:00:00.000")
@@ -385,9 +430,18 @@ mod tests {
         assert!(l.wall_time.is_some());
         let l = one("[03/09 03:09:27] lb.utils.events INFO:  eta: 0:53:59  iteration: 646/117188");
         assert!(l.wall_time.is_some_and(|t| t < super::stamp::UNDATED));
+        assert_eq!(l.text, "eta: 0:53:59  iteration: 646/117188");
         assert_eq!(
-            l.text,
-            "lb.utils.events INFO:  eta: 0:53:59  iteration: 646/117188"
+            one("INFO:root:Epoch[0] Batch [80]\tSpeed: 4599.27 samples/sec").text,
+            "Epoch[0] Batch [80]\tSpeed: 4599.27 samples/sec"
+        );
+        assert_eq!(
+            one("2021-03-26 10:27:24,985 - mmdet - INFO - Epoch [1][50/14659]\tlr: 1.9e-03").text,
+            "Epoch [1][50/14659]\tlr: 1.9e-03"
+        );
+        assert_eq!(
+            one("2024-07-25 18:28:41,166 - mindformers[mindformers/core/callback/callback.py:316] - INFO - { Epoch:[  1/ 10]").text,
+            "{ Epoch:[  1/ 10]"
         );
         let l = one("2023/06/13 17:31:08 - mmengine - INFO - Epoch(train) [1][ 50/1000]");
         assert_eq!(

@@ -112,12 +112,21 @@ pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
         }
     }
     // The unit written against the number: letters, `%`, `/`, `_`, `µ` (and digits after a letter).
+    // A rate's unit may start with its `/` (timm's `194.36/s`).
+    let rate_unit =
+        rest.starts_with('/') && rest[1..].starts_with(|c: char| c.is_alphabetic()) && {
+            // Not a key after a `/` between fields (`epoch=0/micro_step=10`).
+            let word = rest[1..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '/'))
+                .map_or(rest.len(), |e| e + 1);
+            !rest[word..].starts_with(['=', ':'])
+        };
     let unit_len = rest
         .char_indices()
         .take_while(|(i, c)| {
             c.is_alphabetic()
                 || matches!(c, '%' | '_' | 'µ')
-                || (*c == '/' && *i > 0)
+                || (*c == '/' && (*i > 0 || rate_unit))
                 || (c.is_ascii_digit() && *i > 0)
         })
         .map(|(i, c)| i + c.len_utf8())
@@ -240,6 +249,9 @@ pub(super) enum Token<'a> {
     Number(f64, &'a str, Option<f64>, &'a str),
     /// `:` or `=` between a key and its value.
     Is,
+    /// A parenthesised group of numbers after values, each the running figure of the value it follows
+    /// (timm's `Time: 0.659s,  194.36/s  (2.170s,   58.99/s)`): each number, its unit and its text.
+    Group(Vec<(f64, &'a str, &'a str)>),
 }
 
 fn tokens(segment: &str) -> Vec<Token<'_>> {
@@ -274,16 +286,47 @@ pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
             return (Some(Token::Number(value, unit, total, source)), after);
         }
     }
-    // A bracketed or wrapped number: `[1.2e-05]`, `tensor(2.31)`, `(+nanz)`.
+    // A bracketed or wrapped number: `[1.2e-05]`, `tensor(2.31)`, `(+nanz)`, a counter with a note
+    // inside its bracket (timm's `[  50/10009 (  0%)]`), a range (MXNet's `[100-120]`: its last).
     for open in ["tensor(", "[", "("] {
         if let Some(inner) = rest.strip_prefix(open) {
             if let Some((value, unit, total, after)) = decode(inner) {
                 let close = if open == "[" { ']' } else { ')' };
-                if let Some(after) = after.trim_start().strip_prefix(close) {
+                let mut after = after.trim_start();
+                let mut value = value;
+                if open == "[" && unit.is_empty() && total.is_none() {
+                    if let Some((end, used)) = after
+                        .strip_prefix('-')
+                        .and_then(|a| leading_number(a).filter(|(_, u)| a[*u..].starts_with(']')))
+                    {
+                        value = end;
+                        after = &after[1 + used..];
+                    }
+                }
+                if open == "[" && after.starts_with('(') {
+                    if let Some(note) = after.find(')') {
+                        after = after[note + 1..].trim_start();
+                    }
+                }
+                if let Some(after) = after.strip_prefix(close) {
                     let source = &rest[..rest.len() - after.len()];
                     return (Some(Token::Number(value, unit, total, source)), after);
                 }
             }
+        }
+    }
+    if let Some(group) = number_group(rest) {
+        return group;
+    }
+    // `(step=0007200)`, `[epoch=3]`: a field wrapped in a bracket is the field.
+    if let Some(inner) = rest.strip_prefix(['(', '[']) {
+        let close = inner.find([')', ']']).unwrap_or(inner.len());
+        let head = &inner[..close];
+        if inner.starts_with(|c: char| c.is_ascii_alphabetic())
+            && head.contains(['=', ':'])
+            && !head.contains(' ')
+        {
+            return (None, inner);
         }
     }
     if let Some(n) = ["nan", "inf", "-nan", "-inf"]
@@ -316,6 +359,17 @@ pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
         }
     }
     let word = rest[..end].trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | '{' | '}'));
+    // `Epoch[2]`: a key with its bracketed value glued to it.
+    if let Some(open) = word.find('[') {
+        let key = &word[..open];
+        if open > 0
+            && key.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && word[open + 1..].starts_with(|c: char| c.is_ascii_digit())
+        {
+            let at = (word.as_ptr() as usize) - (rest.as_ptr() as usize) + open;
+            return (Some(Token::Word(key)), &rest[at..]);
+        }
+    }
     let word = strip_unmatched(word);
     // `end` is past the first character at least (the loop sets it before it can stop).
     let after = &rest[end..];
@@ -327,6 +381,28 @@ pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
     } else {
         (None, after)
     }
+}
+
+/// A parenthesised group of two or more numbers separated by commas, each with its unit, and nothing
+/// else: `(2.170s,   58.99/s)`.
+fn number_group(rest: &str) -> Option<(Option<Token<'_>>, &str)> {
+    let inner = rest.strip_prefix('(')?;
+    let close = inner.find(')')?;
+    let body = &inner[..close];
+    if !body.contains(',') {
+        return None;
+    }
+    let mut numbers = Vec::new();
+    for part in body.split(',') {
+        let part = part.trim();
+        let (value, unit, total, after) = decode(part)?;
+        if total.is_some() || !after.trim().is_empty() {
+            return None;
+        }
+        let used = part.len() - after.len();
+        numbers.push((value, unit, &part[..used]));
+    }
+    (numbers.len() >= 2).then(|| (Some(Token::Group(numbers)), &inner[close + 1..]))
 }
 
 /// `[step` → `step`, `step]` → `step`, `][batch` → `batch`, `(ms)` kept.
@@ -386,6 +462,23 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
         match &tokens[i] {
             Token::Word(w) => {
                 if let Some((value, unit, total, source)) = pending_number.take() {
+                    // `3609/130860 iters Epoch: [4] ...`: the value's name is the one word before the
+                    // next key.
+                    if matches!(tokens.get(i + 1), Some(Token::Word(_)))
+                        && matches!(tokens.get(i + 2), Some(Token::Is))
+                    {
+                        out.push(Pair {
+                            key: Cow::Borrowed(w),
+                            value: Value::Number {
+                                value,
+                                unit: Cow::Borrowed(unit),
+                                total,
+                            },
+                            source: Some(source),
+                        });
+                        i += 1;
+                        continue;
+                    }
                     // `123.45 ms`, `123456 tok/s`, `45.6% bf16 MFU`: the value before its name, to
                     // the segment's end.
                     let rest: Vec<&str> = tokens[i..]
@@ -455,10 +548,46 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                     is = true;
                 }
             }
+            Token::Group(numbers) => {
+                if let Some((value, unit, total, source)) = pending_number.take() {
+                    out.extend(keyless(value, unit, total, source, out));
+                }
+                // Each number is the running figure of one of the values just before the group
+                // (running figures themselves aside).
+                let values: Vec<usize> = (first..out.len())
+                    .chain(0..first)
+                    .filter(|j| !out[*j].key.ends_with(BRACKETED))
+                    .collect();
+                let mut values: Vec<usize> = values;
+                values.sort_unstable();
+                let k = numbers.len().min(values.len());
+                let of = values[values.len() - k..].to_vec();
+                for (j, (value, unit, source)) in numbers.iter().rev().take(k).rev().enumerate() {
+                    let name = format!("{}{BRACKETED}", out[of[j]].key);
+                    out.push(Pair {
+                        key: Cow::Owned(name),
+                        value: Value::Number {
+                            value: *value,
+                            unit: Cow::Borrowed(unit),
+                            total: None,
+                        },
+                        source: Some(source),
+                    });
+                }
+            }
             Token::Number(value, unit, total, source) => {
                 if key.is_empty() {
-                    if out.len() == first && pending_number.is_none() {
+                    let bracketed = source.starts_with(['[', '(']);
+                    if out.len() == first
+                        && pending_number.is_none()
+                        && !(bracketed && total.is_some() && !out.is_empty())
+                    {
                         pending_number = Some((*value, unit, *total, source));
+                    } else {
+                        if let Some((value, unit, total, source)) = pending_number.take() {
+                            out.extend(keyless(value, unit, total, source, out));
+                        }
+                        out.extend(keyless(*value, unit, *total, source, out));
                     }
                 } else {
                     // `epoch=0/micro_step=250`: the `/` between fields is not the key's.
@@ -488,7 +617,68 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
         }
         i += 1;
     }
+    // A rate alone in its segment (`185.72/s`) is named by its unit.
+    if let Some((value, unit, total, source)) = pending_number {
+        out.extend(keyless(value, unit, total, source, out));
+    }
 }
+
+/// The pair a number written without a key makes, after the line's pairs `before`: a bracketed
+/// counter (`Epoch: [0]  [  10/1251]`) is the line's `batch`; another bracketed number is the running
+/// figure of the value before it (`loss: 3.0572 (3.0572)`); a rate is named by its unit (`194.36/s`,
+/// `Speed: ... 36126.64 samples/sec` has a key); anything else is no pair.
+fn keyless<'a>(
+    value: f64,
+    unit: &'a str,
+    total: Option<f64>,
+    source: &'a str,
+    before: &[Pair<'a>],
+) -> Option<Pair<'a>> {
+    let number = |key: Cow<'a, str>| Pair {
+        key,
+        value: Value::Number {
+            value,
+            unit: Cow::Borrowed(unit),
+            total,
+        },
+        source: Some(source),
+    };
+    if source.starts_with(['[', '(']) {
+        if total.is_some() {
+            let taken = before.iter().any(|p| p.key == COUNTER);
+            return (!taken).then(|| number(Cow::Borrowed(COUNTER)));
+        }
+        let last = before.last()?;
+        if last.key.ends_with(BRACKETED) {
+            return None;
+        }
+        return Some(number(Cow::Owned(format!("{}{BRACKETED}", last.key))));
+    }
+    if unit.contains('/') {
+        let name = if unit.starts_with('/') {
+            Cow::Owned(format!("rate{unit}"))
+        } else {
+            Cow::Borrowed(unit)
+        };
+        return Some(Pair {
+            key: name,
+            value: Value::Number {
+                value,
+                unit: Cow::Borrowed(""),
+                total,
+            },
+            source: Some(source),
+        });
+    }
+    None
+}
+
+/// The name of a counter written in brackets without a key, after an epoch's (`Epoch: [0]  [
+/// 10/1251]`, `Epoch [1][50/14659]`, `Train: [0/300][100/195]`): the batch within the epoch.
+pub const COUNTER: &str = "batch";
+
+/// What a running figure printed in brackets after a value is named: the value's key and this.
+pub const BRACKETED: &str = " (bracketed)";
 
 /// Words of a key as one: a single word borrowed, several joined with spaces.
 fn joined<'a>(words: &[&'a str]) -> Cow<'a, str> {
@@ -858,6 +1048,100 @@ mod tests {
                 kv("skipped", 0.0, ""),
                 kv("lr", 1.2e-05, ""),
                 ("mom".into(), None, "[(0.9, 0.95)]".into()),
+            ]
+        );
+    }
+
+    fn keys(line: &str) -> Vec<(String, Option<f64>)> {
+        keys_values(line)
+            .into_iter()
+            .map(|(k, v, _)| (k, v))
+            .collect()
+    }
+
+    #[test]
+    fn epochs_counters_and_running_figures_in_brackets() {
+        // torchvision's MetricLogger (DeiT, DINO, MAE): the counter after the epoch, the running
+        // figure after each value.
+        let k = keys("Epoch: [0]  [  10/1251]  eta: 1:26:30  lr: 0.000010  loss: 2.7759 (2.7459)  time: 4.1824  data: 0.1293  max mem: 58204");
+        assert_eq!(k[0], ("Epoch".into(), Some(0.0)));
+        assert_eq!(k[1], ("batch".into(), Some(10.0)));
+        assert!(k.contains(&("loss".into(), Some(2.7759))));
+        assert!(k.contains(&("loss (bracketed)".into(), Some(2.7459))));
+        assert!(k.contains(&("time".into(), Some(4.1824))));
+        assert!(k.contains(&("max mem".into(), Some(58204.0))));
+        // timm: a note inside the counter's bracket, a rate with no name, a group of running figures.
+        let k = keys("Train: 1 [5000/10009 ( 50%)]  Loss:  6.562404 (6.6660)  Time: 0.689s,  185.72/s  (1.177s,  108.73/s)  LR: 1.000e-04  Data: 0.020 (0.480)");
+        assert_eq!(k[0], ("Train".into(), Some(1.0)));
+        assert_eq!(k[1], ("batch".into(), Some(5000.0)));
+        for want in [
+            ("Loss (bracketed)", 6.666),
+            ("Time", 0.689),
+            ("rate/s", 185.72),
+            ("Time (bracketed)", 1.177),
+            ("rate/s (bracketed)", 108.73),
+            ("Data (bracketed)", 0.48),
+        ] {
+            assert!(
+                k.contains(&(want.0.into(), Some(want.1))),
+                "{want:?} in {k:?}"
+            );
+        }
+        // MMCV, Swin, MXNet, PaddleDetection, MindFormers, MiniMind, DiT.
+        let k = keys("Epoch [2][500/14659]\tlr: 2.000e-02, eta: 1 day, 20:56:45, time: 0.850, data_time: 0.203");
+        assert_eq!(
+            &k[..2],
+            &[("Epoch".into(), Some(2.0)), ("batch".into(), Some(500.0))]
+        );
+        let k = keys("Train: [0/300][100/195]\teta 0:00:24 lr 0.000007\t wd 0.0500\ttime 0.2371 (0.2627)\tloss 6.9 (7.0)");
+        assert_eq!(
+            &k[..2],
+            &[("Train".into(), Some(0.0)), ("batch".into(), Some(100.0))]
+        );
+        assert!(
+            k.contains(&("time (bracketed)".into(), Some(0.2627))),
+            "{k:?}"
+        );
+        let k = keys("Epoch[2] Batch [100-120]\tSpeed: 36126.64 samples/sec\taccuracy=nan");
+        assert_eq!(
+            &k[..3],
+            &[
+                ("Epoch".into(), Some(2.0)),
+                ("Batch".into(), Some(120.0)),
+                ("Speed".into(), Some(36126.64))
+            ]
+        );
+        let k = keys("3609/130860 iters Epoch: [4] [   700/727] learning_rate: 0.000100 loss_class: 0.725972");
+        assert_eq!(
+            &k[..3],
+            &[
+                ("iters".into(), Some(3609.0)),
+                ("Epoch".into(), Some(4.0)),
+                ("batch".into(), Some(700.0))
+            ]
+        );
+        let k = keys("{ Epoch:[  1/ 10], step:[    6/ 1625], loss: 1.332, per_step_time: 1472ms, lr: 9.2e-08");
+        assert_eq!(
+            &k[..3],
+            &[
+                ("Epoch".into(), Some(1.0)),
+                ("step".into(), Some(6.0)),
+                ("loss".into(), Some(1.332))
+            ]
+        );
+        let k =
+            keys("Epoch:[1/1](2160/4292), loss: 0.5431, dpo_loss: 0.5431, epoch_time: 3.000min");
+        assert_eq!(
+            &k[..2],
+            &[("Epoch".into(), Some(1.0)), ("batch".into(), Some(2160.0))]
+        );
+        let k = keys("(step=0007200) Train Loss: 0.1619, Train Steps/Sec: 1.45");
+        assert_eq!(
+            k,
+            [
+                ("step".into(), Some(7200.0)),
+                ("Train Loss".into(), Some(0.1619)),
+                ("Train Steps/Sec".into(), Some(1.45))
             ]
         );
     }

@@ -97,9 +97,6 @@ pub(super) fn read(
     let role_of = |column: &str| vocab.role(&normalise(column), framework);
     let first = |role: Role| columns.iter().find(|c| role_of(c) == Some(role)).cloned();
     let mut hints = Vec::new();
-    if let Some(c) = first(Role::Step) {
-        hints.push(ColumnHint::new(Field::Step, c, None, false));
-    }
     let elapsed = first(Role::Elapsed);
     let tokens = first(Role::Tokens);
     let tokens_seen = first(Role::TokensSeen);
@@ -143,7 +140,35 @@ pub(super) fn read(
         _ => None,
     };
     // Every clock the rows and facts offer, then the evidence's choice among them.
-    let step_column = first(Role::Step).map(|c| index(&table, &c));
+    // The step: of the counters on the lines, the one that goes back least often (a global step
+    // before an epoch's batch counter); one that restarts every epoch, with the epoch beside it, is
+    // made global.
+    let goes_back = |c: usize| {
+        let v = candidates::values(&table, c);
+        v.windows(2).filter(|w| w[1] < w[0]).count()
+    };
+    let mut step_column = columns
+        .iter()
+        .filter(|c| role_of(c) == Some(Role::Step))
+        .map(|c| index(&table, c))
+        .min_by_key(|&c| goes_back(c));
+    if let Some((values, how)) = step_column.and_then(|c| candidates::global_step(&table, c)) {
+        let name = free_name(&table, "step");
+        table.fill(&name, &|_, row| Some(values[row]).filter(|v| v.is_finite()));
+        notes.push(format!("reading: {name}: {how}"));
+        step_column = table.index(&name);
+        if let Some(c) = step_column {
+            table.integer_if_whole(c);
+        }
+    }
+    if let Some(c) = step_column {
+        hints.push(ColumnHint::new(
+            Field::Step,
+            table.names[c].clone(),
+            None,
+            false,
+        ));
+    }
     let restarts: Vec<usize> = marks
         .iter()
         .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
@@ -254,7 +279,13 @@ pub(super) fn read(
             }
         }
     }
+    // A rate of steps of one device (Composer's `throughput/device/batches_per_sec`, the global rate
+    // over the device count) is no clock.
     for c in columns_of(Role::StepsPerSecond) {
+        let n = normalise(&c);
+        if n.contains("device") || n.contains("gpu") {
+            continue;
+        }
         let column = index(&table, &c);
         clocks.push(Clock {
             name: format!("1 / '{c}'"),

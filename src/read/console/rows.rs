@@ -29,6 +29,8 @@ pub(super) struct Building {
     pub(super) unit: String,
     /// Whether an `N/M` value gives its `M` (a framework's `totals`).
     pub(super) total: bool,
+    /// The last `M` of an `N/M` value written (an epoch's batches, a run's steps).
+    pub(super) last_total: Option<f64>,
 }
 
 /// One family's rows as they are read, and what choosing among families and cleaning up after need.
@@ -165,6 +167,9 @@ impl FamilyRows {
         match value {
             Value::Number { value, unit, total } => {
                 let (value, total) = new.unwrap_or((*value, *total));
+                if total.is_some() {
+                    building.last_total = total;
+                }
                 let value = match total {
                     Some(t) if building.total => t,
                     _ => value,
@@ -262,6 +267,9 @@ impl FamilyRows {
                 here.unit = building.unit;
             }
             here.any_number |= building.any_number;
+            if building.last_total.is_some() {
+                here.last_total = building.last_total;
+            }
             here.whole &= building.whole;
             here.words
                 .extend(building.words.into_iter().map(|(row, w)| (height + row, w)));
@@ -342,6 +350,9 @@ impl FamilyRows {
             });
         }
         for (name, building) in self.names.into_iter().zip(self.columns) {
+            if let Some(total) = building.last_total {
+                table.totals.push((table.columns.len(), total));
+            }
             let column = if building.any_number {
                 words_among_numbers += building.words.len();
                 let integer = building.whole && normalise(&name) == self.family.0;
@@ -370,10 +381,17 @@ pub(super) fn column_name(key: &str, unit: &str) -> String {
         .iter()
         .any(|u| n.ends_with(u))
         || key.contains('%');
+    // A rate's unit names what the value counts (`Speed: 4599.27 samples/sec`).
+    let rate = unit.contains('/')
+        && unit
+            .split('/')
+            .all(|part| part.chars().any(char::is_alphabetic))
+        && !key.contains(unit);
     match unit {
         "s" | "ms" | "us" | "%" if !states_unit && !key.ends_with(&format!("({unit})")) => {
             format!("{key} ({unit})")
         }
+        _ if rate => format!("{key} ({unit})"),
         _ => key.to_string(),
     }
 }
@@ -394,6 +412,8 @@ pub struct Table {
     pub names: Vec<String>,
     pub columns: Vec<Column>,
     pub height: usize,
+    /// The last `M` written against the values of a column as `N/M` (its index, the `M`).
+    pub totals: Vec<(usize, f64)>,
 }
 
 impl Table {
@@ -431,6 +451,15 @@ impl Table {
             integer: false,
         });
         filled
+    }
+
+    /// Makes column `c` an integer column where every value of it is whole (a step made here).
+    pub(super) fn integer_if_whole(&mut self, c: usize) {
+        if let Column::Numbers { values, integer } = &mut self.columns[c] {
+            *integer = values
+                .iter()
+                .all(|v| v.is_nan() || (v.fract() == 0.0 && v.abs() < 9e15));
+        }
     }
 
     /// The table as a frame: numbers as Float64 (the step as Int64), words as String. A column of

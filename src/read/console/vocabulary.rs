@@ -219,6 +219,22 @@ impl Vocabulary {
                 }
             }
         }
+        // A rate named by its unit after another word: `speed_samples_sec` (MXNet's `Speed: 4599.27
+        // samples/sec`), `throughput_tok_s`. Only rates: `data_time` is no step time.
+        let mut at = 0;
+        while let Some(next) = key[at..].find('_') {
+            at += next + 1;
+            if let Some(
+                role @ (Role::TokensPerSecond
+                | Role::TokensPerSecondPerDevice
+                | Role::SamplesPerSecond
+                | Role::SamplesPerSecondPerDevice
+                | Role::StepsPerSecond),
+            ) = self.keys.get(&key[at..])
+            {
+                return Some(*role);
+            }
+        }
         None
     }
 
