@@ -133,7 +133,20 @@ impl ConfigFacts {
                     self.offer(fact, &key, Some(size), &size.to_string(), origin);
                 }
             }
-            for pair in super::pairs::pairs(text) {
+            let pairs = super::pairs::pairs(text);
+            // MLPerf's `:::MLLOG {"key": "global_batch_size", "value": 3264, ...}`: an event names
+            // its key and gives its value, stated outright.
+            let field = |name: &str| pairs.iter().find(|p| p.key == name).map(|p| &p.value);
+            if let (
+                Some(super::pairs::Value::Text(key)),
+                Some(super::pairs::Value::Number { value, .. }),
+            ) = (field("key"), field("value"))
+            {
+                if let Some((key, fact)) = sentence_fact(&fact_key(key), self.framework) {
+                    self.outright(fact, &key, *value, origin);
+                }
+            }
+            for pair in pairs {
                 // A key under a metric's namespace (TRL's `'completions/max_length': 5.0`) names a
                 // measurement: it is a fact only as a whole (`trainer/n_gpus_per_node`), never by its
                 // last words.
@@ -175,6 +188,11 @@ impl ConfigFacts {
         // `precision` is a classification score); a flag is a boolean that is on. A count (devices,
         // a batch, a length, a model dimension) is a whole number: `'completions/max_length': 71.4` is
         // a metric's mean, not a sequence length.
+        // A list of device ids (`gpus='0,1,2,3'`, `--gpus 0,1,2,3`, `devices: [0, 1]`) counts devices.
+        let listed = matches!(fact, Fact::WorldSize | Fact::DevicesPerNode)
+            .then(|| device_list(&text))
+            .flatten();
+        let number = number.or(listed);
         let accepted = match fact {
             Fact::Ignore => false,
             Fact::Dtype => number.is_none() && dtype_word(&text).is_some(),
@@ -232,6 +250,30 @@ impl ConfigFacts {
                 rank,
             },
         );
+    }
+
+    /// A number a log states as an event (MLPerf's MLLOG): it wins over what a configuration print
+    /// says, never over a flag.
+    fn outright(&mut self, fact: Fact, key: &str, n: f64, origin: &str) {
+        if n.is_finite()
+            && n > 0.0
+            && n.fract() == 0.0
+            && !self
+                .found
+                .get(&fact)
+                .is_some_and(|f| f.origin == "the command line")
+        {
+            self.found.insert(
+                fact,
+                Found {
+                    number: Some(n),
+                    text: n.to_string(),
+                    origin: format!("'{key}' stated at {origin}"),
+                    key: key.to_string(),
+                    rank: 0,
+                },
+            );
+        }
     }
 
     /// A value the user gave by `flag` (`--num-devices`, `--seq-len`, `--tokens-per-step`): it wins
@@ -326,6 +368,18 @@ impl ConfigFacts {
                 self.origin(Fact::SeqLen)
             ),
         ))
+    }
+
+    /// Whether the tokens a step are stated outright (a flag, a count of tokens, the global batch and
+    /// the sequence length) rather than inferred from one device's batch and a device count.
+    pub fn tokens_per_step_stated(&self) -> bool {
+        self.number(Fact::TokensPerStep).is_some()
+            || (self.number(Fact::GlobalBatch).is_some() && self.number(Fact::SeqLen).is_some())
+    }
+
+    /// Whether the samples a step are stated outright (the global batch, or a flag).
+    pub fn samples_per_step_stated(&self) -> bool {
+        self.number(Fact::GlobalBatch).is_some()
     }
 
     /// Samples (sequences) of one optimizer step over all devices, as configured: the global batch,
@@ -774,4 +828,19 @@ mod tests {
         assert_eq!(f.get(Fact::Device).unwrap().text, "NVIDIA H100 80GB HBM3");
         assert_eq!(f.dtype().unwrap().0, "fp16");
     }
+}
+
+/// The number of ids in a list of device ids (`0,1,2,3`, `[0, 1]`): two or more whole numbers, each
+/// once; `None` for anything else.
+fn device_list(text: &str) -> Option<f64> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    let ids: Vec<u32> = inner
+        .split(',')
+        .map(|id| id.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let mut distinct = ids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (ids.len() >= 2 && distinct.len() == ids.len()).then_some(ids.len() as f64)
 }

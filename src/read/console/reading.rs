@@ -12,7 +12,7 @@ use super::rows::{Table, WALL_TIME};
 use super::scan::{FactLine, FACT_BYTES};
 use super::vocabulary::{normalise, vocabulary, Fact, Framework, Role};
 use super::{facts, ConsoleRead, Given};
-use crate::columns::{ColumnHint, Field, TimeUnit};
+use crate::columns::{ColumnHint, Field, RunFact, TimeUnit};
 
 /// A per-row derivation and the words that say how it was made.
 type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
@@ -132,7 +132,58 @@ pub(super) fn read(
             .filter(|s| s.is_finite() && *s > 0.0)
     };
     let index = |t: &Table, c: &str| t.index(c).expect("a column of the table");
-    let world = config.world_size().map(|(w, _)| w);
+    // Two rates of one quantity on the lines whose ratio is the device count are one device's and all
+    // devices' (`Tokens per second` beside `Global tokens/sec`), whatever their names say; where no
+    // device count is printed, the ratio gives it.
+    let mut world = config.world_size().map(|(w, _)| w);
+    let mut paired: Vec<(usize, Scope)> = Vec::new();
+    for kind in [
+        [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
+        [Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice],
+    ] {
+        let rates: Vec<usize> = columns
+            .iter()
+            .filter(|c| role_of(c).is_some_and(|r| kind.contains(&r)))
+            .map(|c| index(&table, c))
+            .collect();
+        for (i, &a) in rates.iter().enumerate() {
+            for &b in &rates[i + 1..] {
+                let (va, vb) = (candidates::values(&table, a), candidates::values(&table, b));
+                let Some(ratio) = evidence::compare_rows(&vb, &va) else {
+                    continue;
+                };
+                let (small, large, q) = if ratio.median >= 1.0 {
+                    (a, b, ratio.median)
+                } else {
+                    (b, a, 1.0 / ratio.median)
+                };
+                let whole = q >= 1.5 && (q - q.round()).abs() <= 0.02 * q;
+                let fits = match world {
+                    Some(w) => w > 1.0 && (q / w - 1.0).abs() <= 0.05,
+                    None => whole,
+                };
+                if fits {
+                    paired.push((small, Scope::PerDevice));
+                    paired.push((large, Scope::Global));
+                    notes.push(format!(
+                        "reading: '{}' is one device's rate and '{}' all devices' (their ratio, {q:.2}, is the device count)",
+                        table.names[small], table.names[large]
+                    ));
+                    if world.is_none() {
+                        world = Some(q.round());
+                        facts.push(RunFact::number(
+                            Field::NumDevices,
+                            q.round(),
+                            format!(
+                                "the ratio of '{}' to '{}'",
+                                table.names[large], table.names[small]
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
     let seq = config.number(Fact::SeqLen);
     let tokens_fact = config.tokens_per_step();
     let local_tokens = match (config.number(Fact::MicroBatch), seq) {
@@ -391,24 +442,69 @@ pub(super) fn read(
         }
     }
     // The scope of each rate: the one whose clock agrees with the step time, else the vocabulary's.
+    // The scope of each rate: two rates' ratio where there is one; else the one its name claims where
+    // the count a step over it agrees with the step time; the other only where that count is stated
+    // outright (a count inferred from a per-device batch could be off by the device count just as the
+    // scope would be).
+    let samples_rates: Vec<usize> = columns
+        .iter()
+        .filter(|c| {
+            matches!(
+                role_of(c),
+                Some(Role::SamplesPerSecond | Role::SamplesPerSecondPerDevice)
+            )
+        })
+        .map(|c| index(&table, c))
+        .collect();
+    let (samples_stated, tokens_stated) = (
+        config.samples_per_step_stated(),
+        line_tokens.is_some() || config.tokens_per_step_stated(),
+    );
+    let stated_count = |column: usize| -> bool {
+        if samples_rates.contains(&column) {
+            samples_stated
+        } else {
+            tokens_stated
+        }
+    };
     let scope_of = |column: usize, claimed: Scope| -> Scope {
+        if let Some((_, scope)) = paired.iter().find(|(c, _)| *c == column) {
+            return *scope;
+        }
         let Some(values) = &chosen_values else {
             return claimed;
         };
-        clocks
-            .iter()
-            .filter(|c| c.column == Some(column))
-            .find_map(|c| match c.kind {
-                ClockKind::CountRate(scope)
-                    if evidence::compare_rows(&c.values, values).is_some_and(|m| m.agrees()) =>
-                {
-                    Some(scope)
-                }
-                _ => None,
+        let agrees = |scope: Scope| {
+            clocks.iter().any(|c| {
+                c.column == Some(column)
+                    && c.kind == ClockKind::CountRate(scope)
+                    && evidence::compare_rows(&c.values, values).is_some_and(|m| m.agrees())
             })
-            .unwrap_or(claimed)
+        };
+        if agrees(claimed) || !(agrees(claimed.other()) && stated_count(column)) {
+            claimed
+        } else {
+            claimed.other()
+        }
     };
     let time_column = derived_time.clone();
+    // A count a step that a rate of the log and the step time contradict: the median ratio of the
+    // count to the rate's count (rate x devices x step time), where it is off by more than the
+    // tolerance.
+    let contradicted = |table: &Table, count: f64, rate: &(String, Scope)| -> Option<f64> {
+        let values = chosen_values.as_ref()?;
+        let devices = match rate.1 {
+            Scope::Global => 1.0,
+            Scope::PerDevice => world?,
+        };
+        let implied: Vec<f64> = candidates::values(table, index(table, &rate.0))
+            .iter()
+            .zip(values)
+            .map(|(r, t)| r * devices * t)
+            .collect();
+        let c = evidence::compare_rows(&vec![count; implied.len()], &implied)?;
+        (!c.agrees()).then_some(c.median)
+    };
     // The token rate and its scope, as the evidence decided it.
     let token_rate: Option<(String, Scope)> = columns_of(Role::TokensPerSecond)
         .into_iter()
@@ -424,7 +520,25 @@ pub(super) fn read(
                     (c, scope)
                 }),
         )
-        .next();
+        .min_by_key(|(_, scope)| *scope != Scope::Global);
+    // The configured tokens a step, unless the log's own rate contradicts it (a flag is the user's
+    // word: kept, with a warning).
+    let mut tokens_fact_usable = tokens_fact.is_some();
+    if let (Some((t, from)), Some(rate), None) = (&tokens_fact, &token_rate, &tokens) {
+        if let Some(m) = contradicted(&table, *t, rate) {
+            let said = format!(
+                "the {t} tokens a step of the configuration ({from}) are {m:.2}x what '{}' x the step time counts",
+                rate.0
+            );
+            if given.tokens_per_step.is_some() {
+                warnings.push(format!("{said}: --tokens-per-step kept as given"));
+            } else {
+                notes.push(format!("reading: {said}: the rate's count is used"));
+                facts.retain(|f| f.field != Field::Tokens);
+                tokens_fact_usable = false;
+            }
+        }
+    }
     for (c, claimed) in columns_of(Role::TokensPerSecond)
         .into_iter()
         .map(|c| (c, Scope::Global))
@@ -457,7 +571,7 @@ pub(super) fn read(
         hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, false));
     } else if let Some(c) = &tokens_seen {
         hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, true));
-    } else if tokens_fact.is_none() {
+    } else if !tokens_fact_usable {
         // Tokens from the rows: the global batch x the sequence length, or a rate x the step time.
         let batch = first(Role::GlobalBatch);
         let made: Option<Derivation<'_>> = if let (Some(b), Some(s)) = (batch, seq) {
@@ -543,6 +657,20 @@ pub(super) fn read(
                 }),
         )
         .next();
+    if let (Some((n, from)), Some(rate)) = (config.samples_per_step_from(), &sample_rate) {
+        if let Some(m) = contradicted(&table, n, rate) {
+            let said = format!(
+                "the {n} samples a step of the configuration ({from}) are {m:.2}x what '{}' x the step time counts",
+                rate.0
+            );
+            if given.samples_per_step.is_some() {
+                warnings.push(format!("{said}: --samples-per-step kept as given"));
+            } else {
+                notes.push(format!("reading: {said}: the rate's count is used"));
+                facts.retain(|f| f.field != Field::Samples);
+            }
+        }
+    }
     if !facts.iter().any(|f| f.field == Field::Samples) {
         if let (Some((r, scope)), Some(tc)) = (sample_rate, time_column.clone()) {
             let devices = match scope {
