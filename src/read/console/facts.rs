@@ -258,10 +258,10 @@ impl ConfigFacts {
         if n.is_finite()
             && n > 0.0
             && n.fract() == 0.0
-            && !self
+            && self
                 .found
                 .get(&fact)
-                .is_some_and(|f| f.origin == "the command line")
+                .is_none_or(|f| f.origin != "the command line")
         {
             self.found.insert(
                 fact,
@@ -718,6 +718,21 @@ fn mesh_lists(text: &str) -> Vec<(&str, f64)> {
     }
 }
 
+/// The number of ids in a list of device ids (`0,1,2,3`, `[0, 1]`): two or more whole numbers, each
+/// once; `None` for anything else.
+fn device_list(text: &str) -> Option<f64> {
+    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
+    let ids: Vec<u32> = inner
+        .split(',')
+        .map(|id| id.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let mut distinct = ids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (ids.len() >= 2 && distinct.len() == ids.len()).then_some(ids.len() as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -828,19 +843,4 @@ mod tests {
         assert_eq!(f.get(Fact::Device).unwrap().text, "NVIDIA H100 80GB HBM3");
         assert_eq!(f.dtype().unwrap().0, "fp16");
     }
-}
-
-/// The number of ids in a list of device ids (`0,1,2,3`, `[0, 1]`): two or more whole numbers, each
-/// once; `None` for anything else.
-fn device_list(text: &str) -> Option<f64> {
-    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
-    let ids: Vec<u32> = inner
-        .split(',')
-        .map(|id| id.trim().parse::<u32>())
-        .collect::<Result<_, _>>()
-        .ok()?;
-    let mut distinct = ids.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    (ids.len() >= 2 && distinct.len() == ids.len()).then_some(ids.len() as f64)
 }
