@@ -246,8 +246,14 @@ pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, Strin
         return None;
     }
     let whole = |v: &[f64]| v.iter().filter(|x| x.is_finite()).all(|x| x.fract() == 0.0);
+    // An epoch is named so (`Epoch: [3]`), or printed as a counter of its own (`Train: [0/300]`).
     let mut candidates: Vec<usize> = (0..table.names.len())
-        .filter(|&c| c != step && matches!(table.columns[c], Column::Numbers { .. }))
+        .filter(|&c| {
+            c != step
+                && matches!(table.columns[c], Column::Numbers { .. })
+                && (table.names[c].to_ascii_lowercase().contains("epoch")
+                    || table.totals.iter().any(|(t, _)| *t == c))
+        })
         .collect();
     // Columns named for epochs first.
     candidates.sort_by_key(|&c| !table.names[c].to_ascii_lowercase().contains("epoch"));

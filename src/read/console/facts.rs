@@ -42,6 +42,16 @@ impl ConfigFacts {
         }
     }
 
+    /// Takes from `earlier` (an earlier launch's facts) every fact these do not state themselves.
+    pub fn inherit(&mut self, earlier: &ConfigFacts) {
+        for (fact, found) in &earlier.found {
+            self.found.entry(*fact).or_insert_with(|| found.clone());
+        }
+        if self.fp16_scaler.is_none() {
+            self.fp16_scaler = earlier.fp16_scaler.clone();
+        }
+    }
+
     pub fn get(&self, fact: Fact) -> Option<&Found> {
         self.found.get(&fact)
     }

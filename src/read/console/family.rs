@@ -23,6 +23,8 @@ pub(super) struct Chosen {
     /// (`usize::MAX`: none, the rows are a summary's).
     pub(super) fact_lines: FactLines,
     pub(super) chosen: usize,
+    /// The line (from 0) each row was read from.
+    pub(super) row_lines: Vec<usize>,
 }
 
 /// Chooses the family that gives the rows of a log's pass (`merged`; `ends_with_newline` says whether
@@ -216,6 +218,7 @@ pub(super) fn choose(
             "{restarts} row(s) after a restart line (such as 'Training starts at step N') start an attempt"
         ));
     }
+    let row_lines = rows.lines.clone();
     let (table, text_in_numbers) = rows.table();
     if text_in_numbers > 0 {
         notes.push(format!(
@@ -230,5 +233,6 @@ pub(super) fn choose(
         marks,
         fact_lines,
         chosen,
+        row_lines,
     })
 }

@@ -23,6 +23,7 @@ mod digest;
 mod evidence;
 pub mod facts;
 mod family;
+mod launches;
 pub mod pairs;
 mod reading;
 mod rows;

@@ -95,6 +95,11 @@ pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
         }
     }
     let (value, used) = leading_number(t)?;
+    // `0:53:59`, `12:34`: a duration on a clock (hours, minutes and seconds, or minutes and seconds),
+    // in seconds.
+    if let Some((seconds, clock_used)) = clock_duration(t) {
+        return Some((seconds, "s", None, &t[clock_used..]));
+    }
     let mut rest = &t[used..];
     // `10/100`, `10/ 100`: a counter and its total.
     let mut total = None;
@@ -141,6 +146,43 @@ pub fn decode(text: &str) -> Option<(f64, &str, Option<f64>, &str)> {
         }
     }
     Some((value, unit, total, rest))
+}
+
+/// A duration written on a clock at the start of `t`: `H:MM:SS` or `MM:SS` (each later part two
+/// digits, the seconds maybe with a fraction), in seconds, and how many bytes it took.
+fn clock_duration(t: &str) -> Option<(f64, usize)> {
+    let b = t.as_bytes();
+    let hours_end = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if hours_end == 0 || hours_end > 3 {
+        return None;
+    }
+    let two = |at: usize| -> Option<f64> {
+        let d = b.get(at..at + 2)?;
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| f64::from((d[0] - b'0') * 10 + (d[1] - b'0')))
+    };
+    let mut parts = vec![t[..hours_end].parse::<f64>().ok()?];
+    let mut at = hours_end;
+    while b.get(at) == Some(&b':') && parts.len() < 3 {
+        let part = two(at + 1)?;
+        if part >= 60.0 {
+            return None;
+        }
+        parts.push(part);
+        at += 3;
+    }
+    if parts.len() < 2 || b.get(at).is_some_and(|c| c.is_ascii_digit() || *c == b':') {
+        return None;
+    }
+    let mut seconds = parts.iter().fold(0.0, |acc, p| acc * 60.0 + p);
+    // A fraction of the seconds: `0:00:01.25`.
+    if b.get(at) == Some(&b'.') && b.get(at + 1).is_some_and(u8::is_ascii_digit) {
+        let (fraction, used) = leading_number(&t[at..])?;
+        seconds += fraction;
+        at += used;
+    }
+    Some((seconds, at))
 }
 
 /// The number at the start of `t` (`-1,234.5e+03`; a comma only between groups of three digits), and
@@ -280,6 +322,17 @@ pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
     let starts_number = c.is_ascii_digit()
         || ((c == '-' || c == '+' || c == '.')
             && rest[1..].starts_with(|d: char| d.is_ascii_digit() || d == '.'));
+    // A timestamp written as a value (`time: 2025-08-20 13:54:19.240802`): seconds since the epoch.
+    if c.is_ascii_digit() {
+        if let Some((used, value)) = super::stamp::leading(rest) {
+            if value >= super::stamp::UNDATED {
+                return (
+                    Some(Token::Number(value, TIMESTAMP, None, &rest[..used])),
+                    &rest[used..],
+                );
+            }
+        }
+    }
     if starts_number {
         if let Some((value, unit, total, after)) = decode(rest) {
             let source = &rest[..rest.len() - after.len()];
@@ -672,6 +725,9 @@ fn keyless<'a>(
     }
     None
 }
+
+/// The unit of a value that is a timestamp: seconds since the epoch.
+pub const TIMESTAMP: &str = "timestamp";
 
 /// The name of a counter written in brackets without a key, after an epoch's (`Epoch: [0]  [
 /// 10/1251]`, `Epoch [1][50/14659]`, `Train: [0/300][100/195]`): the batch within the epoch.

@@ -1,21 +1,54 @@
-//! The reading stage: what the columns of the chosen rows mean (the vocabulary's roles), what the
-//! configuration printed in or beside the log says ([`super::facts`]), and from them what the rows
-//! lack (a step time from tokens over a rate, tokens from a batch or a rate), as hints for the column
-//! stage.
+//! The reading stage: the chosen reading of the rows, from the candidates ([`super::candidates`]) and
+//! the evidence ([`super::evidence`]). In order:
+//!
+//! 1. **The step**: of the counters on the lines, the one that goes back least often; a counter that
+//!    restarts every epoch, with the epoch beside it, made global.
+//! 2. **Launches and their facts** ([`super::launches`]): each launch's devices, precision, batch and
+//!    model from the configuration it printed (or inherited), the files beside the log and the flags.
+//! 3. **Clocks**: every way the rows time a step; the evidence's choice among them.
+//! 4. **Scopes and counts**: whether each rate is one device's or all devices', and the count a step,
+//!    each checked against the step time chosen; a count the log's own rate contradicts is not used.
+//! 5. **Hints** for the column stage, the columns made here (`step`, `step_time_s`, `tokens`,
+//!    `samples`, a fact that differs by launch), and what `-v` says of each choice.
 
 use std::collections::HashMap;
 
 use super::candidates::{self, Clock, ClockKind, Meaning, Scope, Steps};
 use super::evidence::{self, Reference};
 use super::family::Chosen;
+use super::launches::Launches;
 use super::rows::{Table, WALL_TIME};
-use super::scan::{FactLine, FACT_BYTES};
+use super::scan::FACT_BYTES;
 use super::vocabulary::{normalise, vocabulary, Fact, Framework, Role};
-use super::{facts, ConsoleRead, Given};
-use crate::columns::{ColumnHint, Field, RunFact, TimeUnit};
+use super::{ConsoleRead, Given};
+use crate::columns::{ColumnHint, FactValue, Field, RunFact, TimeUnit};
 
 /// A per-row derivation and the words that say how it was made.
 type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
+
+/// Per-row values of a fact (NaN where a row's launch gives none), and how they read in words: the
+/// value where every row has the same, else "each launch's".
+struct PerRow {
+    values: Vec<f64>,
+    words: String,
+}
+
+impl PerRow {
+    fn of(values: Vec<f64>) -> Option<PerRow> {
+        let known: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let first = *known.first()?;
+        let words = if known.iter().all(|v| *v == first) && known.len() == values.len() {
+            format!("{first}")
+        } else {
+            "each launch's".to_string()
+        };
+        Some(PerRow { values, words })
+    }
+
+    fn at(&self, row: usize) -> f64 {
+        self.values[row]
+    }
+}
 
 /// Reads the chosen rows' columns and the log's facts into what the column stage takes.
 pub(super) fn read(
@@ -29,27 +62,12 @@ pub(super) fn read(
         mut table,
         units,
         mut notes,
-        warnings,
+        mut warnings,
         marks,
         fact_lines,
         chosen,
+        row_lines,
     } = chosen;
-    // What the printed configuration says.
-    let mut config = facts::ConfigFacts::of(framework);
-    // Every line but the training lines that give the rows.
-    let mut other_text = String::new();
-    for FactLine {
-        index,
-        families: training,
-        raw,
-    } in &fact_lines.lines
-    {
-        if !training.iter().any(|(f, _)| *f == chosen) {
-            config.read_line(raw, &format!("line {}", index + 1));
-            other_text.push_str(raw);
-            other_text.push('\n');
-        }
-    }
     if fact_lines.dropped > 0 {
         notes.push(format!(
             "{} line(s) past the first {} MiB of lines other than training lines not read for facts",
@@ -57,49 +75,19 @@ pub(super) fn read(
             FACT_BYTES >> 20
         ));
     }
-    for (name, body) in beside {
-        config.read_text(body, &format!("{name} line"), &|_| false);
-    }
-    for (value, fact, flag) in [
-        (given.num_devices, Fact::WorldSize, "--num-devices"),
-        (given.seq_len, Fact::SeqLen, "--seq-len"),
-        (
-            given.tokens_per_step,
-            Fact::TokensPerStep,
-            "--tokens-per-step",
-        ),
-        (
-            given.samples_per_step,
-            Fact::GlobalBatch,
-            "--samples-per-step",
-        ),
-    ] {
-        if let Some(n) = value {
-            config.set_flag(fact, n, flag);
-        }
-    }
-    let mut facts = config.run_facts();
-    // Devices from an nvidia-smi table printed in the log.
-    for fact in crate::read::shapes::nvidia_smi::facts(&other_text) {
-        if !facts.iter().any(|f| f.field == fact.field) {
-            facts.push(fact);
-        }
-    }
-    let model = config.model().map(|(m, origin)| {
-        notes.push(format!(
-            "the model's shape printed in the log ({origin}) counts FLOPs per token"
-        ));
-        m
-    });
 
-    // Roles of the columns, then what they give.
+    // Roles of the columns.
     let columns = table.names.clone();
     let role_of = |column: &str| vocab.role(&normalise(column), framework);
     let first = |role: Role| columns.iter().find(|c| role_of(c) == Some(role)).cloned();
     let mut hints = Vec::new();
-    let elapsed = first(Role::Elapsed);
-    let tokens = first(Role::Tokens);
-    let tokens_seen = first(Role::TokensSeen);
+    // Columns whose values are timestamps (`time: 2025-08-20 13:54:19.240802`): clocks of the wall,
+    // never a step's time.
+    let stamped: Vec<String> = units
+        .iter()
+        .filter(|(_, unit)| unit == super::pairs::TIMESTAMP)
+        .map(|(column, _)| column.clone())
+        .collect();
     // The unit written against a column's values, else the one its name states; worked out once
     // here, not per row.
     let written: HashMap<String, TimeUnit> = units
@@ -119,79 +107,19 @@ pub(super) fn read(
             .copied()
             .unwrap_or_else(|| TimeUnit::from_column_name(c))
     };
-    // The seconds of a time column at a row: its index and its unit, looked up once.
-    let time_of = |t: &Table, c: &str| {
-        (
-            t.index(c).expect("a column of the table"),
-            time_unit(c).to_seconds(),
-        )
-    };
-    let seconds = |t: &Table, (column, scale): (usize, f64), row: usize| {
-        t.number(column, row)
-            .map(|v| v * scale)
-            .filter(|s| s.is_finite() && *s > 0.0)
+    let columns_of = |role: Role| -> Vec<String> {
+        columns
+            .iter()
+            .filter(|c| role_of(c) == Some(role) && !stamped.contains(c))
+            .cloned()
+            .collect()
     };
     let index = |t: &Table, c: &str| t.index(c).expect("a column of the table");
-    // Two rates of one quantity on the lines whose ratio is the device count are one device's and all
-    // devices' (`Tokens per second` beside `Global tokens/sec`), whatever their names say; where no
-    // device count is printed, the ratio gives it.
-    let mut world = config.world_size().map(|(w, _)| w);
-    let mut paired: Vec<(usize, Scope)> = Vec::new();
-    for kind in [
-        [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
-        [Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice],
-    ] {
-        let rates: Vec<usize> = columns
-            .iter()
-            .filter(|c| role_of(c).is_some_and(|r| kind.contains(&r)))
-            .map(|c| index(&table, c))
-            .collect();
-        for (i, &a) in rates.iter().enumerate() {
-            for &b in &rates[i + 1..] {
-                let (va, vb) = (candidates::values(&table, a), candidates::values(&table, b));
-                let Some(ratio) = evidence::compare_rows(&vb, &va) else {
-                    continue;
-                };
-                let (small, large, q) = if ratio.median >= 1.0 {
-                    (a, b, ratio.median)
-                } else {
-                    (b, a, 1.0 / ratio.median)
-                };
-                let whole = q >= 1.5 && (q - q.round()).abs() <= 0.02 * q;
-                let fits = match world {
-                    Some(w) => w > 1.0 && (q / w - 1.0).abs() <= 0.05,
-                    None => whole,
-                };
-                if fits {
-                    paired.push((small, Scope::PerDevice));
-                    paired.push((large, Scope::Global));
-                    notes.push(format!(
-                        "reading: '{}' is one device's rate and '{}' all devices' (their ratio, {q:.2}, is the device count)",
-                        table.names[small], table.names[large]
-                    ));
-                    if world.is_none() {
-                        world = Some(q.round());
-                        facts.push(RunFact::number(
-                            Field::NumDevices,
-                            q.round(),
-                            format!(
-                                "the ratio of '{}' to '{}'",
-                                table.names[large], table.names[small]
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let seq = config.number(Fact::SeqLen);
-    let tokens_fact = config.tokens_per_step();
-    let local_tokens = match (config.number(Fact::MicroBatch), seq) {
-        (Some(m), Some(s)) => Some(m * config.number(Fact::GradAccum).unwrap_or(1.0) * s),
-        _ => None,
-    };
-    // Every clock the rows and facts offer, then the evidence's choice among them.
-    // The step: of the counters on the lines, the one that goes back least often (a global step
+    let elapsed = first(Role::Elapsed);
+    let tokens = first(Role::Tokens);
+    let tokens_seen = first(Role::TokensSeen);
+
+    // 1. The step: of the counters on the lines, the one that goes back least often (a global step
     // before an epoch's batch counter); one that restarts every epoch, with the epoch beside it, is
     // made global.
     let goes_back = |c: usize| {
@@ -226,19 +154,136 @@ pub(super) fn read(
         .map(|(row, _)| *row)
         .collect();
     let steps = Steps::of(&table, step_column, &restarts);
-    let global_tokens = tokens_fact.as_ref().map(|(t, _)| *t);
-    let samples_fact = config
-        .samples_per_step()
-        .or_else(|| Some(global_tokens? / seq?));
-    let columns_of = |role: Role| -> Vec<String> {
-        columns
-            .iter()
-            .filter(|c| role_of(c) == Some(role))
-            .cloned()
-            .collect()
+
+    // 2. Each launch's facts.
+    let launches = Launches::read(
+        &fact_lines,
+        chosen,
+        &row_lines,
+        &steps,
+        framework,
+        beside,
+        given,
+    );
+    let (mut facts, varying) = launches.run_facts();
+    let launch_count = {
+        let mut l = launches.of_row.clone();
+        l.sort_unstable();
+        l.dedup();
+        l.len()
     };
-    // In order of preference: logged times as printed, counts over rates, rates of steps, logged
-    // times in their other meanings, running totals.
+    if launch_count > 1 {
+        notes.push(format!(
+            "reading: {launch_count} launches (lines from {}), each with the facts it printed or inherited",
+            launches
+                .first_line
+                .iter()
+                .map(|l| (l + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    // Devices from an nvidia-smi table printed in the log.
+    let other_text = launches.other_text.concat();
+    for fact in crate::read::shapes::nvidia_smi::facts(&other_text) {
+        if !facts.iter().any(|f| f.field == fact.field)
+            && !varying.iter().any(|v| v.field == fact.field)
+        {
+            facts.push(fact);
+        }
+    }
+    let model = launches
+        .configs
+        .iter()
+        .find_map(|c| c.model())
+        .map(|(m, origin)| {
+            notes.push(format!(
+                "the model's shape printed in the log ({origin}) counts FLOPs per token"
+            ));
+            m
+        });
+
+    // Two rates of one quantity on the lines whose ratio is the device count are one device's and all
+    // devices' (`Tokens per second` beside `Global tokens/sec`), whatever their names say; where no
+    // device count is printed, the ratio gives it.
+    let mut world = PerRow::of(launches.per_row(|c| c.world_size().map(|(w, _)| w)));
+    let mut paired: Vec<(usize, Scope)> = Vec::new();
+    for kind in [
+        [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
+        [Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice],
+    ] {
+        let rates: Vec<usize> = columns
+            .iter()
+            .filter(|c| role_of(c).is_some_and(|r| kind.contains(&r)))
+            .map(|c| index(&table, c))
+            .collect();
+        for (i, &a) in rates.iter().enumerate() {
+            for &b in &rates[i + 1..] {
+                let (va, vb) = (candidates::values(&table, a), candidates::values(&table, b));
+                let Some(ratio) = evidence::compare_rows(&vb, &va) else {
+                    continue;
+                };
+                let (small, large, q) = if ratio.median >= 1.0 {
+                    (a, b, ratio.median)
+                } else {
+                    (b, a, 1.0 / ratio.median)
+                };
+                let whole = q >= 1.5 && (q - q.round()).abs() <= 0.02 * q;
+                let fits = match &world {
+                    Some(w) => {
+                        let devices: Vec<f64> = (0..table.height).map(|r| w.at(r)).collect();
+                        let per_row: Vec<f64> = va
+                            .iter()
+                            .zip(&vb)
+                            .map(|(x, y)| if ratio.median >= 1.0 { y / x } else { x / y })
+                            .collect();
+                        evidence::compare_rows(&per_row, &devices)
+                            .is_some_and(|c| (c.median - 1.0).abs() <= 0.05)
+                            && devices.iter().any(|d| *d > 1.0)
+                    }
+                    None => whole,
+                };
+                if fits {
+                    paired.push((small, Scope::PerDevice));
+                    paired.push((large, Scope::Global));
+                    notes.push(format!(
+                        "reading: '{}' is one device's rate and '{}' all devices' (their ratio, {q:.2}, is the device count)",
+                        table.names[small], table.names[large]
+                    ));
+                    if world.is_none() {
+                        world = PerRow::of(vec![q.round(); table.height]);
+                        facts.push(RunFact::number(
+                            Field::NumDevices,
+                            q.round(),
+                            format!(
+                                "the ratio of '{}' to '{}'",
+                                table.names[large], table.names[small]
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let seq = PerRow::of(launches.per_row(|c| c.number(Fact::SeqLen)));
+    let tokens_fact = PerRow::of(launches.per_row(|c| c.tokens_per_step().map(|(t, _)| t)));
+    let local_tokens = PerRow::of(launches.per_row(|c| {
+        Some(
+            c.number(Fact::MicroBatch)?
+                * c.number(Fact::GradAccum).unwrap_or(1.0)
+                * c.number(Fact::SeqLen)?,
+        )
+    }));
+    // The samples a rate of samples counts: the configured batch, else the tokens over the sequence
+    // length (a DPO pair is one sample of two sequences, so the batch comes first).
+    let samples_fact = PerRow::of(launches.per_row(|c| {
+        c.samples_per_step()
+            .or_else(|| Some(c.tokens_per_step()?.0 / c.number(Fact::SeqLen)?))
+    }));
+
+    // 3. Every clock the rows and facts offer, then the evidence's choice among them. In order of
+    // preference: logged times as printed, counts over rates, rates of steps, logged times in their
+    // other meanings, running totals.
     let mut clocks: Vec<Clock> = Vec::new();
     let mut meanings: Vec<Clock> = Vec::new();
     for c in columns_of(Role::StepTime) {
@@ -259,6 +304,8 @@ pub(super) fn read(
     }
     // Counts over rates, each in the scope the vocabulary claims first, then the other.
     let line_tokens = tokens.as_ref().map(|c| index(&table, c));
+    let devices_row = |row: usize| world.as_ref().map_or(f64::NAN, |w| w.at(row));
+    let devices_words = world.as_ref().map_or(String::new(), |w| w.words.clone());
     for (role, claimed, unit) in [
         (Role::TokensPerSecond, Scope::Global, "tokens"),
         (Role::TokensPerSecondPerDevice, Scope::PerDevice, "tokens"),
@@ -268,9 +315,10 @@ pub(super) fn read(
         for r in columns_of(role) {
             let rate = index(&table, &r);
             let rates = candidates::seconds(&table, rate, 1.0);
+            let rows = 0..table.height;
             for scope in [claimed, claimed.other()] {
                 let made: Option<(String, Vec<f64>)> = match (unit, scope) {
-                    ("tokens", Scope::Global) => match (line_tokens, global_tokens) {
+                    ("tokens", Scope::Global) => match (line_tokens, &tokens_fact) {
                         // The line's own tokens over its own global rate (fairseq's wpb / wps):
                         // both printed to more digits than a rate of steps.
                         (Some(c), _) => Some((
@@ -282,40 +330,49 @@ pub(super) fn read(
                                 .collect(),
                         )),
                         (None, Some(t)) => Some((
-                            format!("tokens a step ({t}) / '{r}'"),
-                            rates.iter().map(|v| t / v).collect(),
+                            format!("tokens a step ({}) / '{r}'", t.words),
+                            rows.clone().map(|row| t.at(row) / rates[row]).collect(),
                         )),
                         _ => None,
                     },
-                    ("tokens", Scope::PerDevice) => match (local_tokens, line_tokens, global_tokens, world) {
-                        (Some(local), None, _, _) => Some((
-                            format!("one device's tokens a step (micro-batch x accumulation x sequence = {local}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)"),
-                            rates.iter().map(|v| local / v).collect(),
-                        )),
-                        (_, Some(c), _, Some(w)) => Some((
-                            format!("'{}' / ('{r}' x {w} devices)", table.names[c]),
-                            candidates::seconds(&table, c, 1.0)
-                                .iter()
-                                .zip(&rates)
-                                .map(|(t, v)| t / (v * w))
-                                .collect(),
-                        )),
-                        (_, None, Some(t), Some(w)) => Some((
-                            format!("tokens a step ({t}) / ('{r}' x {w} devices)"),
-                            rates.iter().map(|v| t / (v * w)).collect(),
-                        )),
-                        _ => None,
-                    },
-                    ("samples", Scope::Global) => samples_fact.map(|samples| {
+                    ("tokens", Scope::PerDevice) => {
+                        match (&local_tokens, line_tokens, &tokens_fact, &world) {
+                            (Some(local), None, _, _) => Some((
+                                format!("one device's tokens a step (micro-batch x accumulation x sequence = {}) / '{r}' (exact under data parallelism; with tensor, context or pipeline parallelism the device rate is divided by their degree)", local.words),
+                                rows.clone().map(|row| local.at(row) / rates[row]).collect(),
+                            )),
+                            (_, Some(c), _, Some(_)) => Some((
+                                format!("'{}' / ('{r}' x {devices_words} devices)", table.names[c]),
+                                candidates::seconds(&table, c, 1.0)
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(row, t)| t / (rates[row] * devices_row(row)))
+                                    .collect(),
+                            )),
+                            (_, None, Some(t), Some(_)) => Some((
+                                format!("tokens a step ({}) / ('{r}' x {devices_words} devices)", t.words),
+                                rows.clone()
+                                    .map(|row| t.at(row) / (rates[row] * devices_row(row)))
+                                    .collect(),
+                            )),
+                            _ => None,
+                        }
+                    }
+                    ("samples", Scope::Global) => samples_fact.as_ref().map(|n| {
                         (
-                            format!("samples a step ({samples}) / '{r}'"),
-                            rates.iter().map(|v| samples / v).collect(),
+                            format!("samples a step ({}) / '{r}'", n.words),
+                            rows.clone().map(|row| n.at(row) / rates[row]).collect(),
                         )
                     }),
-                    (_, _) => samples_fact.zip(world).map(|(samples, w)| {
+                    (_, _) => samples_fact.as_ref().zip(world.as_ref()).map(|(n, _)| {
                         (
-                            format!("samples a step ({samples}) / ('{r}' x {w} devices)"),
-                            rates.iter().map(|v| samples / (v * w)).collect(),
+                            format!(
+                                "samples a step ({}) / ('{r}' x {devices_words} devices)",
+                                n.words
+                            ),
+                            rows.clone()
+                                .map(|row| n.at(row) / (rates[row] * devices_row(row)))
+                                .collect(),
                         )
                     }),
                 };
@@ -363,6 +420,13 @@ pub(super) fn read(
             &steps,
         ));
     }
+    for c in &stamped {
+        references.push(Reference::new(
+            format!("the timestamps in '{c}'"),
+            candidates::values(&table, index(&table, c)),
+            &steps,
+        ));
+    }
     for c in columns_of(Role::Elapsed) {
         let column = index(&table, &c);
         let totals = candidates::values(&table, column)
@@ -382,7 +446,6 @@ pub(super) fn read(
     for line in &verdict.said {
         notes.push(format!("reading: {line}"));
     }
-    let mut warnings = warnings;
     if let Some(conflict) = &verdict.conflict {
         warnings.push(conflict.clone());
     }
@@ -441,11 +504,11 @@ pub(super) fn read(
             derived_time = Some(name);
         }
     }
-    // The scope of each rate: the one whose clock agrees with the step time, else the vocabulary's.
-    // The scope of each rate: two rates' ratio where there is one; else the one its name claims where
-    // the count a step over it agrees with the step time; the other only where that count is stated
-    // outright (a count inferred from a per-device batch could be off by the device count just as the
-    // scope would be).
+
+    // 4. The scope of each rate: two rates' ratio where there is one; else the one its name claims
+    // where the count a step over it agrees with the step time; the other only where that count is
+    // stated outright (a count inferred from a per-device batch could be off by the device count just
+    // as the scope would be).
     let samples_rates: Vec<usize> = columns
         .iter()
         .filter(|c| {
@@ -456,9 +519,12 @@ pub(super) fn read(
         })
         .map(|c| index(&table, c))
         .collect();
+    let stated_in_every_launch = |stated: &dyn Fn(&super::facts::ConfigFacts) -> bool| {
+        (0..table.height).all(|row| stated(launches.at(row)))
+    };
     let (samples_stated, tokens_stated) = (
-        config.samples_per_step_stated(),
-        line_tokens.is_some() || config.tokens_per_step_stated(),
+        stated_in_every_launch(&|c| c.samples_per_step_stated()),
+        line_tokens.is_some() || stated_in_every_launch(&|c| c.tokens_per_step_stated()),
     );
     let stated_count = |column: usize| -> bool {
         if samples_rates.contains(&column) {
@@ -491,54 +557,39 @@ pub(super) fn read(
     // A count a step that a rate of the log and the step time contradict: the median ratio of the
     // count to the rate's count (rate x devices x step time), where it is off by more than the
     // tolerance.
-    let contradicted = |table: &Table, count: f64, rate: &(String, Scope)| -> Option<f64> {
+    let contradicted = |table: &Table, count: &PerRow, rate: &(String, Scope)| -> Option<f64> {
         let values = chosen_values.as_ref()?;
-        let devices = match rate.1 {
-            Scope::Global => 1.0,
-            Scope::PerDevice => world?,
-        };
         let implied: Vec<f64> = candidates::values(table, index(table, &rate.0))
             .iter()
             .zip(values)
-            .map(|(r, t)| r * devices * t)
+            .enumerate()
+            .map(|(row, (r, t))| {
+                let devices = match rate.1 {
+                    Scope::Global => 1.0,
+                    Scope::PerDevice => devices_row(row),
+                };
+                r * devices * t
+            })
             .collect();
-        let c = evidence::compare_rows(&vec![count; implied.len()], &implied)?;
+        let c = evidence::compare_rows(&count.values, &implied)?;
         (!c.agrees()).then_some(c.median)
     };
-    // The token rate and its scope, as the evidence decided it.
-    let token_rate: Option<(String, Scope)> = columns_of(Role::TokensPerSecond)
-        .into_iter()
-        .map(|c| {
-            let scope = scope_of(index(&table, &c), Scope::Global);
-            (c, scope)
-        })
-        .chain(
-            columns_of(Role::TokensPerSecondPerDevice)
-                .into_iter()
-                .map(|c| {
-                    let scope = scope_of(index(&table, &c), Scope::PerDevice);
-                    (c, scope)
-                }),
-        )
-        .min_by_key(|(_, scope)| *scope != Scope::Global);
-    // The configured tokens a step, unless the log's own rate contradicts it (a flag is the user's
-    // word: kept, with a warning).
-    let mut tokens_fact_usable = tokens_fact.is_some();
-    if let (Some((t, from)), Some(rate), None) = (&tokens_fact, &token_rate, &tokens) {
-        if let Some(m) = contradicted(&table, *t, rate) {
-            let said = format!(
-                "the {t} tokens a step of the configuration ({from}) are {m:.2}x what '{}' x the step time counts",
-                rate.0
-            );
-            if given.tokens_per_step.is_some() {
-                warnings.push(format!("{said}: --tokens-per-step kept as given"));
-            } else {
-                notes.push(format!("reading: {said}: the rate's count is used"));
-                facts.retain(|f| f.field != Field::Tokens);
-                tokens_fact_usable = false;
-            }
-        }
-    }
+    // The rate of each kind and its scope, as the evidence decided it: all devices' first.
+    let rate_of = |global: Role, per_device: Role| -> Option<(String, Scope)> {
+        columns_of(global)
+            .into_iter()
+            .map(|c| {
+                let scope = scope_of(index(&table, &c), Scope::Global);
+                (c, scope)
+            })
+            .chain(columns_of(per_device).into_iter().map(|c| {
+                let scope = scope_of(index(&table, &c), Scope::PerDevice);
+                (c, scope)
+            }))
+            .min_by_key(|(_, scope)| *scope != Scope::Global)
+    };
+    let token_rate = rate_of(Role::TokensPerSecond, Role::TokensPerSecondPerDevice);
+    let sample_rate = rate_of(Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice);
     for (c, claimed) in columns_of(Role::TokensPerSecond)
         .into_iter()
         .map(|c| (c, Scope::Global))
@@ -567,6 +618,102 @@ pub(super) fn read(
             ));
         }
     }
+    // The configured counts a step, unless the log's own rate contradicts them (a flag is the user's
+    // word: kept, with a warning).
+    let mut tokens_fact_usable = tokens_fact.is_some();
+    let mut facts_dropped: Vec<Field> = Vec::new();
+    for (count, rate, field, flag, unit) in [
+        (
+            tokens_fact.as_ref().filter(|_| tokens.is_none()),
+            &token_rate,
+            Field::Tokens,
+            given.tokens_per_step.is_some(),
+            "tokens",
+        ),
+        (
+            samples_fact.as_ref(),
+            &sample_rate,
+            Field::Samples,
+            given.samples_per_step.is_some(),
+            "samples",
+        ),
+    ] {
+        let (Some(count), Some(rate)) = (count, rate) else {
+            continue;
+        };
+        let Some(m) = contradicted(&table, count, rate) else {
+            continue;
+        };
+        let said = format!(
+            "the {} {unit} a step of the configuration are {m:.2}x what '{}' x the step time counts",
+            count.words, rate.0
+        );
+        if flag {
+            warnings.push(format!("{said}: --{unit}-per-step kept as given"));
+        } else {
+            notes.push(format!("reading: {said}: the rate's count is used"));
+            facts_dropped.push(field);
+            if field == Field::Tokens {
+                tokens_fact_usable = false;
+            }
+        }
+    }
+    facts.retain(|f| !facts_dropped.contains(&f.field));
+    // Facts that differ by launch: a column each, each row its launch's value.
+    for v in varying {
+        if facts_dropped.contains(&v.field) {
+            continue;
+        }
+        let name = free_name(&table, v.field.name());
+        notes.push(format!(
+            "reading: {} differs by launch: {}",
+            v.field.name(),
+            v.said
+        ));
+        if v.values
+            .iter()
+            .any(|x| matches!(x, Some(FactValue::Text(_))))
+        {
+            let words = v
+                .values
+                .iter()
+                .map(|x| match x {
+                    Some(FactValue::Text(t)) => Some(t.clone()),
+                    Some(FactValue::Number(n)) => Some(n.to_string()),
+                    None => None,
+                })
+                .collect();
+            table.fill_text(&name, words);
+        } else {
+            let numbers: Vec<f64> = v
+                .values
+                .iter()
+                .map(|x| match x {
+                    Some(FactValue::Number(n)) => *n,
+                    _ => f64::NAN,
+                })
+                .collect();
+            table.fill(&name, &|_, row| {
+                Some(numbers[row]).filter(|n| n.is_finite())
+            });
+        }
+        hints.push(ColumnHint::new(v.field, name, None, false));
+    }
+
+    // 5. Tokens and samples from the rows where the facts give none.
+    let time_of = |t: &Table, c: &str| {
+        (
+            t.index(c).expect("a column of the table"),
+            time_unit(c).to_seconds(),
+        )
+    };
+    let seconds = |t: &Table, (column, scale): (usize, f64), row: usize| {
+        t.number(column, row)
+            .map(|v| v * scale)
+            .filter(|s| s.is_finite() && *s > 0.0)
+    };
+    let seq_row = |row: usize| seq.as_ref().map(|s| s.at(row)).filter(|s| s.is_finite());
+    let seq_words = seq.as_ref().map_or(String::new(), |s| s.words.clone());
     if let Some(c) = &tokens {
         hints.push(ColumnHint::new(Field::Tokens, c.clone(), None, false));
     } else if let Some(c) = &tokens_seen {
@@ -574,27 +721,25 @@ pub(super) fn read(
     } else if !tokens_fact_usable {
         // Tokens from the rows: the global batch x the sequence length, or a rate x the step time.
         let batch = first(Role::GlobalBatch);
-        let made: Option<Derivation<'_>> = if let (Some(b), Some(s)) = (batch, seq) {
-            Some((format!("'{b}' x the sequence length {s}"), {
+        let made: Option<Derivation<'_>> = if let (Some(b), Some(_)) = (batch, &seq) {
+            Some((format!("'{b}' x the sequence length {seq_words}"), {
                 let b = index(&table, &b);
-                Box::new(move |tb, row| tb.number(b, row).map(|v| v * s))
+                Box::new(move |tb, row| Some(tb.number(b, row)? * seq_row(row)?))
             }))
         } else if let (Some((r, scope)), Some(tc)) = (token_rate.clone(), time_column.clone()) {
-            let devices = match scope {
-                Scope::Global => Some(1.0),
-                Scope::PerDevice => world,
-            };
-            devices.map(|w| -> Derivation<'_> {
+            let per_device = scope == Scope::PerDevice;
+            (!per_device || world.is_some()).then(|| -> Derivation<'_> {
                 let (r, time) = (index(&table, &r), time_of(&table, &tc));
-                let how = if w == 1.0 && scope == Scope::Global {
-                    format!("'{}' x '{tc}'", table.names[r])
+                let how = if per_device {
+                    format!("'{}' x {devices_words} devices x '{tc}'", table.names[r])
                 } else {
-                    format!("'{}' x {w} devices x '{tc}'", table.names[r])
+                    format!("'{}' x '{tc}'", table.names[r])
                 };
                 (
                     how,
                     Box::new(move |tb: &Table, row| {
-                        Some(tb.number(r, row)? * w * seconds(tb, time, row)?)
+                        let devices = if per_device { devices_row(row) } else { 1.0 };
+                        Some(tb.number(r, row)? * devices * seconds(tb, time, row)?)
                     }),
                 )
             })
@@ -602,11 +747,11 @@ pub(super) fn read(
             first(Role::TokensPerSecond),
             time_column.clone(),
             elapsed.clone(),
-            first(Role::Step),
+            step_column,
         ) {
             // A rate and a running total of time (OpenNMT's `tok/s` and `512 sec`): a step's tokens
             // are the rate over the time since the line before, per step between the two lines.
-            let (r, time, st) = (index(&table, &r), time_of(&table, &e), index(&table, &st));
+            let (r, time) = (index(&table, &r), time_of(&table, &e));
             Some((
                 format!(
                     "'{r}' x the time a step since the line before ('{e}' and '{st}' differenced)",
@@ -621,72 +766,48 @@ pub(super) fn read(
                     Some(tb.number(r, row)? * seconds / steps)
                 }),
             ))
-        } else if let (Some(r), Some(tc), Some(s)) =
-            (first(Role::SamplesPerSecond), time_column.clone(), seq)
+        } else if let (Some(r), Some(tc), Some(_)) =
+            (first(Role::SamplesPerSecond), time_column.clone(), &seq)
         {
             let (r, time) = (index(&table, &r), time_of(&table, &tc));
             Some((
                 format!(
-                    "'{r}' x the sequence length {s} x '{tc}'",
+                    "'{r}' x the sequence length {seq_words} x '{tc}'",
                     r = table.names[r]
                 ),
-                Box::new(move |tb, row| Some(tb.number(r, row)? * s * seconds(tb, time, row)?)),
+                Box::new(move |tb, row| {
+                    Some(tb.number(r, row)? * seq_row(row)? * seconds(tb, time, row)?)
+                }),
             ))
         } else {
             None
         };
         if let Some((how, f)) = made {
-            let counted = table.fill("tokens", &f);
-            notes.push(format!("tokens = {how}: {counted} row(s) counted"));
-            hints.push(ColumnHint::new(Field::Tokens, "tokens".into(), None, false));
+            let name = free_name(&table, "tokens");
+            let counted = table.fill(&name, &f);
+            notes.push(format!("{name} = {how}: {counted} row(s) counted"));
+            hints.push(ColumnHint::new(Field::Tokens, name, None, false));
         }
     }
     // Samples: the configured batch (a fact of the run), else a samples rate x the step time.
-    let sample_rate: Option<(String, Scope)> = columns_of(Role::SamplesPerSecond)
-        .into_iter()
-        .map(|c| {
-            let scope = scope_of(index(&table, &c), Scope::Global);
-            (c, scope)
-        })
-        .chain(
-            columns_of(Role::SamplesPerSecondPerDevice)
-                .into_iter()
-                .map(|c| {
-                    let scope = scope_of(index(&table, &c), Scope::PerDevice);
-                    (c, scope)
-                }),
-        )
-        .next();
-    if let (Some((n, from)), Some(rate)) = (config.samples_per_step_from(), &sample_rate) {
-        if let Some(m) = contradicted(&table, n, rate) {
-            let said = format!(
-                "the {n} samples a step of the configuration ({from}) are {m:.2}x what '{}' x the step time counts",
-                rate.0
-            );
-            if given.samples_per_step.is_some() {
-                warnings.push(format!("{said}: --samples-per-step kept as given"));
-            } else {
-                notes.push(format!("reading: {said}: the rate's count is used"));
-                facts.retain(|f| f.field != Field::Samples);
-            }
-        }
-    }
-    if !facts.iter().any(|f| f.field == Field::Samples) {
+    let samples_known = facts.iter().any(|f| f.field == Field::Samples)
+        || hints.iter().any(|h| h.field == Field::Samples);
+    if !samples_known {
         if let (Some((r, scope)), Some(tc)) = (sample_rate, time_column.clone()) {
-            let devices = match scope {
-                Scope::Global => Some(1.0),
-                Scope::PerDevice => world,
-            };
-            if let Some(w) = devices {
+            let per_device = scope == Scope::PerDevice;
+            if !per_device || world.is_some() {
                 let (rate, time) = (index(&table, &r), time_of(&table, &tc));
                 let name = free_name(&table, "samples");
                 let counted = table.fill(&name, &|tb, row| {
-                    Some(tb.number(rate, row)? * w * seconds(tb, time, row)?)
+                    let devices = if per_device { devices_row(row) } else { 1.0 };
+                    Some(tb.number(rate, row)? * devices * seconds(tb, time, row)?)
                 });
-                notes.push(if scope == Scope::Global {
-                    format!("{name} = '{r}' x '{tc}': {counted} row(s) counted")
+                notes.push(if per_device {
+                    format!(
+                        "{name} = '{r}' x {devices_words} devices x '{tc}': {counted} row(s) counted"
+                    )
                 } else {
-                    format!("{name} = '{r}' x {w} devices x '{tc}': {counted} row(s) counted")
+                    format!("{name} = '{r}' x '{tc}': {counted} row(s) counted")
                 });
                 hints.push(ColumnHint::new(Field::Samples, name, None, false));
             }
@@ -696,8 +817,10 @@ pub(super) fn read(
         hints.push(ColumnHint::new(Field::LoggedMfu, c, None, false));
     }
     // Facts the rows give themselves are not facts of the run.
-    if hints.iter().any(|h| h.field == Field::Tokens) {
-        facts.retain(|f| f.field != Field::Tokens);
+    for field in [Field::Tokens, Field::Samples] {
+        if hints.iter().any(|h| h.field == field) {
+            facts.retain(|f| f.field != field);
+        }
     }
     Ok(ConsoleRead {
         table,

@@ -453,6 +453,12 @@ impl Table {
         filled
     }
 
+    /// Adds the column `name` of words (null where a row has none).
+    pub(super) fn fill_text(&mut self, name: &str, values: Vec<Option<String>>) {
+        self.names.push(name.to_string());
+        self.columns.push(Column::Text(values));
+    }
+
     /// Makes column `c` an integer column where every value of it is whole (a step made here).
     pub(super) fn integer_if_whole(&mut self, c: usize) {
         if let Column::Numbers { values, integer } = &mut self.columns[c] {
