@@ -165,6 +165,36 @@ pub(super) fn differenced(totals: &[f64], steps: &Steps) -> Vec<f64> {
         .collect()
 }
 
+/// The steps each row's running mean is over: the counter within the epoch from its first value
+/// (`counter` 0-based or 1-based, as its smallest value says), else the steps since the launch began
+/// (the launch's first step less the steps between its first two lines).
+pub(super) fn counts_so_far(table: &Table, counter: Option<usize>, steps: &Steps) -> Vec<f64> {
+    if let Some(c) = counter {
+        let b = values(table, c);
+        let base = if b.contains(&0.0) { 0.0 } else { 1.0 };
+        return b.iter().map(|v| v - base + 1.0).collect();
+    }
+    let n = steps.step.len();
+    let mut counts = vec![f64::NAN; n];
+    let mut row = 0;
+    while row < n {
+        let launch = steps.launch[row];
+        let end = (row..n).find(|r| steps.launch[*r] != launch).unwrap_or(n);
+        let first = steps.step[row];
+        let delta = steps.delta[row + 1..end]
+            .iter()
+            .copied()
+            .find(|d| d.is_finite())
+            .unwrap_or(1.0);
+        let origin = first - delta.min(first);
+        for (count, step) in counts[row..end].iter_mut().zip(&steps.step[row..end]) {
+            *count = step - origin;
+        }
+        row = end;
+    }
+    counts
+}
+
 /// The lines' own clock, as a column of the table: the timestamps with a date, else those without.
 pub(super) fn timestamps(table: &Table) -> Option<(usize, &'static str)> {
     [WALL_TIME, LOG_CLOCK]
@@ -210,12 +240,15 @@ pub(super) fn logged_clocks(
         column: Some(column),
         values: differenced(&printed, steps),
     });
-    clocks.push(Clock {
-        name: format!("1 / '{name}' (a rate of steps)"),
-        kind: ClockKind::Logged(Meaning::Rate),
-        column: Some(column),
-        values: printed.iter().map(|v| 1.0 / v).collect(),
-    });
+    // A value written with a time unit is no rate.
+    if !unit_stated {
+        clocks.push(Clock {
+            name: format!("1 / '{name}' (a rate of steps)"),
+            kind: ClockKind::Logged(Meaning::Rate),
+            column: Some(column),
+            values: printed.iter().map(|v| 1.0 / v).collect(),
+        });
+    }
     clocks.insert(
         0,
         Clock {
@@ -246,13 +279,16 @@ pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, Strin
         return None;
     }
     let whole = |v: &[f64]| v.iter().filter(|x| x.is_finite()).all(|x| x.fract() == 0.0);
-    // An epoch is named so (`Epoch: [3]`), or printed as a counter of its own (`Train: [0/300]`).
+    // An epoch is named so (`Epoch: [3]`), or printed as a counter of its own (`Train: [0/300]`), or
+    // is the value the bracketed counter follows (timm's `Train: 1 [5000/10009 ( 50%)]`).
+    let after = table.names[step] == super::pairs::COUNTER && step > 0;
     let mut candidates: Vec<usize> = (0..table.names.len())
         .filter(|&c| {
             c != step
                 && matches!(table.columns[c], Column::Numbers { .. })
                 && (table.names[c].to_ascii_lowercase().contains("epoch")
-                    || table.totals.iter().any(|(t, _)| *t == c))
+                    || table.totals.iter().any(|(t, _)| *t == c)
+                    || (after && c == step - 1))
         })
         .collect();
     // Columns named for epochs first.

@@ -131,7 +131,10 @@ pub(super) fn read(
         .filter(|c| role_of(c) == Some(Role::Step))
         .map(|c| index(&table, c))
         .min_by_key(|&c| goes_back(c));
+    // The counter within an epoch, where the step is made global from it.
+    let mut epoch_counter: Option<usize> = None;
     if let Some((values, how)) = step_column.and_then(|c| candidates::global_step(&table, c)) {
+        epoch_counter = step_column;
         let name = free_name(&table, "step");
         table.fill(&name, &|_, row| Some(values[row]).filter(|v| v.is_finite()));
         notes.push(format!("reading: {name}: {how}"));
@@ -440,6 +443,35 @@ pub(super) fn read(
             values: candidates::differenced(&totals, &steps),
         });
         references.push(Reference::new(format!("'{c}'"), totals, &steps));
+    }
+    // A logged time's running figure (`time 0.2371 (0.2627)`, timm's `Time: 0.689s (1.177s)`), read
+    // as a mean since its epoch began (or, with no epoch counter, since its launch began) times the
+    // steps so far: a running total of time, covering every step, even those the line's own figure
+    // (the last step's) leaves out.
+    for c in columns_of(Role::StepTime) {
+        let key = c.rsplit_once(" (").map_or(c.as_str(), |(k, _)| k);
+        let companion = format!("{key}{}", super::pairs::BRACKETED);
+        let Some(mean) = columns.iter().find(|n| n.starts_with(&companion)) else {
+            continue;
+        };
+        let means: Vec<f64> = candidates::values(&table, index(&table, mean))
+            .iter()
+            .map(|v| v * time_unit(mean).to_seconds())
+            .collect();
+        let counts = candidates::counts_so_far(&table, epoch_counter, &steps);
+        let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
+        references.push(Reference::new(
+            format!(
+                "'{mean}' as a running mean since the {} began",
+                if epoch_counter.is_some() {
+                    "epoch"
+                } else {
+                    "launch"
+                }
+            ),
+            totals,
+            &steps,
+        ));
     }
     let reference = references.iter().find(|r| !r.spans.is_empty());
     let verdict = evidence::step_time(&clocks, reference, &steps);
@@ -789,13 +821,25 @@ pub(super) fn read(
             hints.push(ColumnHint::new(Field::Tokens, name, None, false));
         }
     }
-    // Samples: the configured batch (a fact of the run), else a samples rate x the step time.
+    // Samples: the configured batch (a fact of the run), else the count a samples rate pairs with,
+    // else a samples rate x the step time.
     let samples_known = facts.iter().any(|f| f.field == Field::Samples)
         || hints.iter().any(|h| h.field == Field::Samples);
     if !samples_known {
         if let (Some((r, scope)), Some(tc)) = (sample_rate, time_column.clone()) {
             let per_device = scope == Scope::PerDevice;
-            if !per_device || world.is_some() {
+            let rate_column = index(&table, &r);
+            let devices: Vec<f64> = (0..table.height)
+                .map(|row| if per_device { devices_row(row) } else { 1.0 })
+                .collect();
+            if let Some((count, with)) = steady_count(&table, rate_column, &devices, &clocks) {
+                let name = free_name(&table, "samples");
+                table.fill(&name, &|_, _| Some(count));
+                notes.push(format!(
+                    "reading: {name} = '{r}' x {with} = {count} a step (the same every line: the batch the rate was measured over)"
+                ));
+                hints.push(ColumnHint::new(Field::Samples, name, None, false));
+            } else if !per_device || world.is_some() {
                 let (rate, time) = (index(&table, &r), time_of(&table, &tc));
                 let name = free_name(&table, "samples");
                 let counted = table.fill(&name, &|tb, row| {
@@ -854,4 +898,45 @@ fn free_name(table: &Table, name: &str) -> String {
         })
         .find(|n| table.index(n).is_none())
         .expect("some name is free")
+}
+
+/// The count a step a rate was measured over, where the rate times one of the logged times (a line's
+/// own, as printed) is the same on every line (timm's `185.72/s` x `Time: 0.689s` = 128 images): that
+/// count (a whole number where it is within 0.5% of one) and the clock's name. `devices` is each row's
+/// factor from the rate's scope to all devices.
+fn steady_count(
+    table: &Table,
+    rate: usize,
+    devices: &[f64],
+    clocks: &[Clock],
+) -> Option<(f64, String)> {
+    let rates = candidates::values(table, rate);
+    clocks
+        .iter()
+        .filter(|c| c.kind == ClockKind::Logged(Meaning::AsPrinted))
+        .find_map(|clock| {
+            let products: Vec<f64> = (0..table.height)
+                .map(|row| rates[row] * devices[row] * clock.values[row])
+                .filter(|p| p.is_finite() && *p > 0.0)
+                .collect();
+            if products.len() < 2 {
+                return None;
+            }
+            let mut sorted = products.clone();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted[sorted.len() / 2];
+            let within = products
+                .iter()
+                .filter(|p| ((**p - median) / median).abs() <= 0.005)
+                .count();
+            (within * 10 >= products.len() * 9).then(|| {
+                let whole = median.round();
+                let count = if whole > 0.0 && ((median - whole) / median).abs() <= 0.005 {
+                    whole
+                } else {
+                    median
+                };
+                (count, clock.name.clone())
+            })
+        })
 }
