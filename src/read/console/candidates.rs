@@ -77,36 +77,51 @@ pub(super) struct Clock {
     pub(super) values: Vec<f64>,
 }
 
-/// The skeleton of the rows that clocks need: each row's step, its launch, and the steps since the
-/// row before in the same launch.
+/// The skeleton of the rows that clocks need: each row's step, its launch, its segment, and the steps
+/// since the row before in the same segment.
 #[derive(Debug, Clone)]
 pub(super) struct Steps {
     pub(super) step: Vec<f64>,
-    /// The index of each row's launch (a new one where the step counter goes back or does not move, or
-    /// after a restart line).
+    /// The index of each row's launch: a new one where the step counter goes back or does not move
+    /// (unless an epoch moves on with it), or after a restart line.
     pub(super) launch: Vec<usize>,
-    /// Steps since the row before in the same launch (NaN for a launch's first row).
+    /// The index of each row's segment of steps that follow one another: a new one at every launch,
+    /// and where an epoch's counter restarts.
+    pub(super) segment: Vec<usize>,
+    /// Steps since the row before in the same segment (NaN for a segment's first row).
     pub(super) delta: Vec<f64>,
 }
 
 impl Steps {
     /// The steps of `table`'s rows from its step column (`None`: no step column), a launch starting
-    /// at each row of `restarts`.
-    pub(super) fn of(table: &Table, step: Option<usize>, restarts: &[usize]) -> Steps {
+    /// at each row of `restarts`; `epoch` a column whose moving on where the counter goes back makes
+    /// that a new epoch, not a new launch.
+    pub(super) fn of(
+        table: &Table,
+        step: Option<usize>,
+        restarts: &[usize],
+        epoch: Option<usize>,
+    ) -> Steps {
         let n = table.height;
         let step: Vec<f64> = (0..n)
             .map(|row| step.and_then(|c| table.number(c, row)).unwrap_or(f64::NAN))
             .collect();
-        let mut launch = Vec::with_capacity(n);
+        let epoch: Vec<f64> = epoch.map_or(vec![f64::NAN; n], |c| values(table, c));
+        let (mut launch, mut segment) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut delta = Vec::with_capacity(n);
-        let mut current = 0;
+        let (mut current, mut current_segment) = (0, 0);
         for row in 0..n {
             let before = row.checked_sub(1).map(|b| step[b]);
             let goes_on = before.is_some_and(|b| step[row] > b) && !restarts.contains(&row);
             if row > 0 && !goes_on {
-                current += 1;
+                current_segment += 1;
+                let next_epoch = epoch[row] > epoch[row - 1] && !restarts.contains(&row);
+                if !next_epoch {
+                    current += 1;
+                }
             }
             launch.push(current);
+            segment.push(current_segment);
             delta.push(if goes_on {
                 step[row] - before.unwrap_or(f64::NAN)
             } else {
@@ -116,6 +131,7 @@ impl Steps {
         Steps {
             step,
             launch,
+            segment,
             delta,
         }
     }
@@ -178,8 +194,8 @@ pub(super) fn counts_so_far(table: &Table, counter: Option<usize>, steps: &Steps
     let mut counts = vec![f64::NAN; n];
     let mut row = 0;
     while row < n {
-        let launch = steps.launch[row];
-        let end = (row..n).find(|r| steps.launch[*r] != launch).unwrap_or(n);
+        let segment = steps.segment[row];
+        let end = (row..n).find(|r| steps.segment[*r] != segment).unwrap_or(n);
         let first = steps.step[row];
         let delta = steps.delta[row + 1..end]
             .iter()
@@ -351,17 +367,26 @@ mod tests {
     #[test]
     fn launches_start_where_the_counter_goes_back_or_a_restart_line_is() {
         let t = table(&[("step", &[10.0, 20.0, 30.0, 10.0, 20.0, 30.0, 40.0])]);
-        let s = Steps::of(&t, Some(0), &[5]);
+        let s = Steps::of(&t, Some(0), &[5], None);
         assert_eq!(s.launch, [0, 0, 0, 1, 1, 2, 2]);
+        assert_eq!(s.segment, s.launch);
         assert!(s.delta[0].is_nan() && s.delta[3].is_nan() && s.delta[5].is_nan());
         assert_eq!((s.delta[1], s.delta[6]), (10.0, 10.0));
         assert!(!s.one_by_one());
+        // An epoch that moves on where the counter goes back: a new segment, the same launch.
+        let t = table(&[
+            ("batch", &[10.0, 20.0, 10.0, 20.0, 10.0]),
+            ("epoch", &[0.0, 0.0, 1.0, 1.0, 0.0]),
+        ]);
+        let s = Steps::of(&t, Some(0), &[], Some(1));
+        assert_eq!(s.segment, [0, 0, 1, 1, 2]);
+        assert_eq!(s.launch, [0, 0, 0, 0, 1]);
     }
 
     #[test]
     fn a_logged_time_in_each_of_its_meanings() {
         let t = table(&[("step", &[10.0, 20.0, 30.0]), ("time", &[5.0, 10.0, 15.0])]);
-        let s = Steps::of(&t, Some(0), &[]);
+        let s = Steps::of(&t, Some(0), &[], None);
         let clocks = logged_clocks(&t, 1, 1.0, false, &s);
         let of = |m: Meaning| {
             clocks

@@ -202,7 +202,7 @@ impl ConfigFacts {
         let listed = matches!(fact, Fact::WorldSize | Fact::DevicesPerNode)
             .then(|| device_list(&text))
             .flatten();
-        let number = number.or(listed);
+        let number = listed.or(number);
         let accepted = match fact {
             Fact::Ignore => false,
             Fact::Dtype => number.is_none() && dtype_word(&text).is_some(),

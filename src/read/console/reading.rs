@@ -135,7 +135,11 @@ pub(super) fn read(
     let mut epoch_counter: Option<usize> = None;
     if let Some((values, how)) = step_column.and_then(|c| candidates::global_step(&table, c)) {
         epoch_counter = step_column;
-        let name = free_name(&table, "step");
+        let name = if table.index("step").is_some() {
+            free_name(&table, "global_step")
+        } else {
+            "step".to_string()
+        };
         table.fill(&name, &|_, row| Some(values[row]).filter(|v| v.is_finite()));
         notes.push(format!("reading: {name}: {how}"));
         step_column = table.index(&name);
@@ -156,7 +160,13 @@ pub(super) fn read(
         .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
         .map(|(row, _)| *row)
         .collect();
-    let steps = Steps::of(&table, step_column, &restarts);
+    // An epoch beside a counter that restarts each epoch with no total printed (MXNet's `Epoch[2]
+    // Batch [100-120]`): a new epoch, not a new launch.
+    let epoch_column = columns
+        .iter()
+        .position(|c| c.to_ascii_lowercase().contains("epoch"))
+        .filter(|c| Some(*c) != step_column && epoch_counter.is_none());
+    let steps = Steps::of(&table, step_column, &restarts, epoch_column);
 
     // 2. Each launch's facts.
     let launches = Launches::read(
