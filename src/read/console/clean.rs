@@ -291,7 +291,12 @@ impl Cleaner {
             let mut from = 1;
             while let Some(at) = stamp::find_timestamp(piece, from) {
                 let before = piece[..at].trim_end_matches(['[', ' ']);
-                if !before.trim().is_empty() && at > self.starts[self.starts.len() - 1] + 40 {
+                // A timestamp that is a field's value (`time: 2025-08-20 13:54:19`) glues nothing.
+                let value = before.ends_with([':', '=']);
+                if !value
+                    && !before.trim().is_empty()
+                    && at > self.starts[self.starts.len() - 1] + 40
+                {
                     self.starts
                         .push(at - (piece[..at].len() - piece[..at].trim_end_matches('[').len()));
                 }

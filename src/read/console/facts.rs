@@ -83,6 +83,28 @@ impl ConfigFacts {
 
     /// Adds what one line says.
     pub fn read_line(&mut self, raw: &str, origin: &str) {
+        // A JSON object whose strings hold whole texts (MMDetection's first `*.log.json` line: its
+        // `env_info` and `config`): each text is read line by line.
+        if raw.len() < (1 << 20) && raw.trim_start().starts_with('{') && raw.contains("\\n") {
+            if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(raw) {
+                for (key, value) in map {
+                    if let serde_json::Value::String(text) = value {
+                        if text.contains('\n') {
+                            self.read_text(&text, &format!("{origin} '{key}' line"), &|_| false);
+                        }
+                    }
+                }
+                return;
+            }
+        }
+        // mmcv's environment: `GPU 0,1,2,3: GeForce RTX 2080 Ti` names the devices it sees.
+        if let Some(rest) = raw.trim().strip_prefix("GPU ") {
+            if let Some((ids, name)) = rest.split_once(": ") {
+                if ids.chars().all(|c| c.is_ascii_digit() || c == ',') && !name.trim().is_empty() {
+                    self.offer(Fact::Device, "gpu", None, name.trim(), origin);
+                }
+            }
+        }
         for line in super::clean::clean(raw) {
             let text = line.text.as_ref();
             if self.fp16_scaler.is_none()
@@ -731,6 +753,16 @@ fn mesh_lists(text: &str) -> Vec<(&str, f64)> {
 /// The number of ids in a list of device ids (`0,1,2,3`, `[0, 1]`): two or more whole numbers, each
 /// once; `None` for anything else.
 fn device_list(text: &str) -> Option<f64> {
+    // `gpu_ids = range(0, 4)`.
+    if let Some(range) = text
+        .trim()
+        .strip_prefix("range(")
+        .and_then(|r| r.strip_suffix(')'))
+    {
+        let (a, b) = range.split_once(',')?;
+        let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        return (b > a).then(|| f64::from(b - a));
+    }
     let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
     let ids: Vec<u32> = inner
         .split(',')

@@ -73,7 +73,9 @@ pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
             rich |= r.numbers >= 4;
             *counts.entry(r.family).or_default() += 1;
         }
-        seen < 64
+        // Logs often start with the script's source or a long configuration, whose lines may
+        // look like steps: far enough to reach the training lines.
+        seen < 4096
     });
     let summary = text
         .lines()

@@ -126,10 +126,18 @@ pub(super) fn read(
         let v = candidates::values(&table, c);
         v.windows(2).filter(|w| w[1] < w[0]).count()
     };
+    // A step counter counts: a column with a fraction in it (fairseq's `update: 5.012`, the epoch's
+    // fraction) is none.
+    let whole = |c: usize| {
+        candidates::values(&table, c)
+            .iter()
+            .all(|v| v.is_nan() || v.fract() == 0.0)
+    };
     let mut step_column = columns
         .iter()
         .filter(|c| role_of(c) == Some(Role::Step))
         .map(|c| index(&table, c))
+        .filter(|&c| whole(c))
         .min_by_key(|&c| goes_back(c));
     // The counter within an epoch, where the step is made global from it.
     let mut epoch_counter: Option<usize> = None;
@@ -831,8 +839,11 @@ pub(super) fn read(
             hints.push(ColumnHint::new(Field::Tokens, name, None, false));
         }
     }
-    // Samples: the configured batch (a fact of the run), else the count a samples rate pairs with,
-    // else a samples rate x the step time.
+    // Samples: the line's own count (fairseq's `nsentences`), else the configured batch (a fact of the
+    // run), else the count a samples rate pairs with, else a samples rate x the step time.
+    if let Some(c) = first(Role::Samples) {
+        hints.push(ColumnHint::new(Field::Samples, c, None, false));
+    }
     let samples_known = facts.iter().any(|f| f.field == Field::Samples)
         || hints.iter().any(|h| h.field == Field::Samples);
     if !samples_known {

@@ -14,6 +14,8 @@ pub enum Role {
     StepTime,
     Elapsed,
     Tokens,
+    /// The samples of this step, all devices together (fairseq's `nsentences`).
+    Samples,
     TokensSeen,
     TokensPerSecond,
     TokensPerSecondPerDevice,

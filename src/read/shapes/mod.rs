@@ -207,8 +207,12 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         if ms_swift::detect(head) {
             return Some(Shape::MsSwift);
         }
-        // A Python dict printed first (a config) is no JSON: the rest may be a console log.
-        if serde_json::from_str::<Value>(first_line).is_ok() {
+        // JSON lines in a file not named like a table (MMDetection's `*.log.json`, MMEngine's
+        // `scalars.json`), or a Python dict printed first (a config) before a console log: the
+        // general reader reads each line's object as a line's fields.
+        if serde_json::from_str::<Value>(first_line).is_ok()
+            && crate::read::InputFormat::from_path(std::path::Path::new(name)).is_some()
+        {
             return None;
         }
         let all = String::from_utf8_lossy(&bytes[..bytes.len().min(DETECT_BYTES)]);
