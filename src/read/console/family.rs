@@ -68,12 +68,15 @@ pub(super) fn choose(
     };
     let mut best: Option<usize> = None;
     let mut summary_note: Option<String> = None;
+    // A progress bar's family (its counter, elapsed time and smoothed rate) ranks below any other
+    // family that carries a time or a rate: a bar beside a trainer's metric lines is their clock, not
+    // their rows.
+    let rank_of = |f: &FamilyRows| (f.timed, f.family.0 != "progress", count(f, true));
     for (i, f) in families.iter().enumerate() {
-        let rank_of = (f.timed, count(f, true));
-        if f.family.1 || rank_of.1 == 0 {
+        if f.family.1 || count(f, true) == 0 {
             continue;
         }
-        if best.is_none_or(|b| rank_of > (families[b].timed, count(&families[b], true))) {
+        if best.is_none_or(|b| rank_of(f) > rank_of(&families[b])) {
             best = Some(i);
         }
     }

@@ -898,6 +898,38 @@ fn progress_bar<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> Option<usize> {
     Some(bracket + 2 + close + 1)
 }
 
+/// Keras's progress bar: `  1/285 [..........] - ETA: 1:46 - loss: 4.1062` and `285/285 [=====] - 13s
+/// 46ms/step - loss: ...`: the counter as `progress`; how much of the line it took.
+fn keras_bar<'a>(text: &'a str, out: &mut Vec<Pair<'a>>) -> Option<usize> {
+    let start = text.len() - text.trim_start().len();
+    let rest = &text[start..];
+    let (value, unit, total, after) = decode(rest)?;
+    let total = total?;
+    if !unit.is_empty() {
+        return None;
+    }
+    let bar = after.strip_prefix(" [")?;
+    let close = bar.find(']')?;
+    if close == 0
+        || !bar[..close]
+            .bytes()
+            .all(|b| matches!(b, b'=' | b'>' | b'.'))
+    {
+        return None;
+    }
+    let source = &rest[..rest.len() - after.len()];
+    out.push(Pair {
+        key: "progress".into(),
+        value: Value::Number {
+            value,
+            unit: Cow::Borrowed(""),
+            total: Some(total),
+        },
+        source: Some(source),
+    });
+    Some(text.len() - bar[close + 1..].len())
+}
+
 /// `01:02:03` or `02:03` in seconds.
 fn clock_seconds(text: &str) -> Option<f64> {
     let mut seconds = 0.0;
@@ -919,6 +951,8 @@ pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
     let mut out = Vec::new();
     let mut text = line;
     if let Some(used) = progress_bar(text, &mut out) {
+        text = &text[used..];
+    } else if let Some(used) = keras_bar(text, &mut out) {
         text = &text[used..];
     }
     if let Some(open) = unquoted_brace(text) {

@@ -139,6 +139,23 @@ pub(super) fn read(
         .map(|c| index(&table, c))
         .filter(|&c| whole(c))
         .min_by_key(|&c| goes_back(c));
+    // An epoch printed on a line of its own before its steps' lines (Keras's `Epoch 4/6`, YOLO's and
+    // many loops' headers), where the lines themselves name none: each row's, as a column.
+    if !columns
+        .iter()
+        .any(|c| c.to_ascii_lowercase().contains("epoch"))
+    {
+        if let Some(epochs) = header_epochs(&fact_lines, chosen, &row_lines) {
+            let name = free_name(&table, "epoch");
+            notes.push(format!(
+                "reading: {name}: the epoch printed on a line of its own before each row's lines"
+            ));
+            table.fill(&name, &|_, row| epochs[row]);
+            if let Some(c) = table.index(&name) {
+                table.integer_if_whole(c);
+            }
+        }
+    }
     // The counter within an epoch, where the step is made global from it.
     let mut epoch_counter: Option<usize> = None;
     if let Some((values, how)) = step_column.and_then(|c| candidates::global_step(&table, c)) {
@@ -960,4 +977,51 @@ fn steady_count(
                 (count, clock.name.clone())
             })
         })
+}
+
+/// Each row's epoch from the lines that print only an epoch (`Epoch 4/6`, `##### Epoch 5 #####`,
+/// `Epoch: 3`) before it: the last such line before the row's; `None` where the log has no such lines.
+fn header_epochs(
+    fact_lines: &super::scan::FactLines,
+    chosen: usize,
+    row_lines: &[usize],
+) -> Option<Vec<Option<f64>>> {
+    let mut headers: Vec<(usize, f64)> = Vec::new();
+    for line in &fact_lines.lines {
+        if line.families.iter().any(|(f, _)| *f == chosen) {
+            continue;
+        }
+        for cleaned in super::clean::clean(&line.raw) {
+            let pairs = super::pairs::pairs(&cleaned.text);
+            let numbers: Vec<&super::pairs::Pair<'_>> = pairs
+                .iter()
+                .filter(|p| p.value.number().is_some())
+                .collect();
+            let words: usize = cleaned
+                .text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.chars().any(char::is_alphabetic))
+                .count();
+            if let [only] = numbers.as_slice() {
+                let epoch = normalise(&only.key) == "epoch" && words == 1;
+                if let (true, Some(v)) = (epoch, only.value.number()) {
+                    if v.fract() == 0.0 && v >= 0.0 {
+                        headers.push((line.index, v));
+                    }
+                }
+            }
+        }
+    }
+    if headers.is_empty() {
+        return None;
+    }
+    headers.sort_by_key(|(line, _)| *line);
+    let epochs: Vec<Option<f64>> = row_lines
+        .iter()
+        .map(|line| {
+            let at = headers.partition_point(|(h, _)| h < line);
+            at.checked_sub(1).map(|i| headers[i].1)
+        })
+        .collect();
+    epochs.iter().any(Option::is_some).then_some(epochs)
 }

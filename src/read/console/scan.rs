@@ -103,17 +103,32 @@ pub(super) fn is_evaluation(
             .iter()
             .any(|w| field.trim().eq_ignore_ascii_case(w))
     };
-    contains_ignore_case(head, "validat")
+    if contains_ignore_case(head, "validat")
         || contains_ignore_case(head, "eval")
         || text.split('|').any(phase_field)
-        || pairs.iter().any(|p| {
-            let k = keys.of(p, framework).normal.as_str();
+    {
+        return true;
+    }
+    // By its keys: an evaluation's where at least half its named figures are an evaluation's (a
+    // training line that ends with the epoch's validation figures, as Keras prints its last bar's,
+    // stays a training line).
+    let (mut evaluation, mut figures) = (0usize, 0usize);
+    for p in pairs {
+        let known = keys.of(p, framework);
+        if known.step || p.value.number().is_none() {
+            continue;
+        }
+        let k = known.normal.as_str();
+        figures += 1;
+        evaluation += usize::from(
             k.starts_with("val_")
                 || k.starts_with("eval")
                 || k.starts_with("validation")
                 || k.starts_with("test_")
-                || (k.starts_with("val") && k.len() > 3 && !k.as_bytes()[3].is_ascii_alphabetic())
-        })
+                || (k.starts_with("val") && k.len() > 3 && !k.as_bytes()[3].is_ascii_alphabetic()),
+        );
+    }
+    evaluation > 0 && evaluation * 2 >= figures
 }
 
 /// The step key of a line's pairs: the first numeric pair whose key is a step counter.
