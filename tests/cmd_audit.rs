@@ -124,8 +124,10 @@ fn verl_logs_mfu_over_the_update_time_with_its_own_count() {
     assert_eq!(number(&row, "peak_logged"), 989e12);
     near(&row, "peak_factor", 989.0 / 989.4, 1e-12);
     near(&row, "mfu_logged", 0.067, 1e-9);
-    // Its figure is 4.4x mfu's: the update's time, not the step's, and its count over all tokens.
-    near(&row, "numerator_factor", 0.2248, 1e-3);
+    // Its figure is 4.4x mfu's: the update's time, not the step's, and its count over all tokens. The
+    // median over every step, those that also ran a validation (110, 120, ...: their lines carry
+    // `val-core/` figures besides the step's) included.
+    near(&row, "numerator_factor", 0.2240, 1e-3);
 }
 
 #[test]
