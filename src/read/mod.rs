@@ -122,6 +122,15 @@ pub enum ReadError {
         "{input}: cannot tell the format: not named like a table (.jsonl, .csv, .tsv, .parquet), no console-log preset (modded-nanogpt, nanogpt, megatron-log, olmo) matches, and the general console reader finds no family of lines with a step counter and named numbers; give --input-format jsonl|csv|tsv|parquet for a table, --shape and --line-regex (named groups) for a console log, or teach the general reader the framework's key names in src/read/console/frameworks.toml (docs/shapes.md shows how)"
     )]
     UnknownFormat { input: String },
+    /// A console log of a training run that trained no step (it crashed at start-up, or logged only
+    /// its set-up or evaluations): said as such, asking for no flag.
+    #[error("{input}: no training steps found in {launches} launch(es){ending}")]
+    NoSteps {
+        input: String,
+        launches: usize,
+        /// How the log ends, where it ends in an error (`: it ends in 'torch.OutOfMemoryError: ...'`).
+        ending: String,
+    },
     /// An event-file folder with no scalar at all (the hparams-only folder PyTorch's `add_hparams` makes
     /// beside a run): nothing to enrich, so a skip.
     #[error("{input}: the event files hold no scalar values (only hyperparameters, text, histograms or graphs)")]
@@ -353,7 +362,7 @@ impl ReadError {
     /// What kind of input a skip is, in words for the warning that counts them.
     pub fn skip_kind(&self, input: &Input) -> Option<&'static str> {
         match self {
-            ReadError::UnknownFormat { .. } if input.optional => {
+            ReadError::UnknownFormat { .. } | ReadError::NoSteps { .. } if input.optional => {
                 Some("text file(s) in folders matched no console-log preset and were skipped")
             }
             ReadError::NoScalars { .. } => Some(
@@ -1351,9 +1360,16 @@ fn read_table(
         match forced.or(input.format_from_name()) {
             Some(f) => f,
             None => {
+                if let Some((launches, ending)) = console::no_steps(&bytes) {
+                    return Err(ReadError::NoSteps {
+                        input: input.display.clone(),
+                        launches,
+                        ending,
+                    });
+                }
                 return Err(ReadError::UnknownFormat {
                     input: input.display.clone(),
-                })
+                });
             }
         }
     };

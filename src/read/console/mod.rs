@@ -83,6 +83,84 @@ pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
     (counts.values().any(|n| *n >= 3) || rich || summary).then_some(framework)
 }
 
+/// Whether `bytes` are the console log of a training run with no training step in it (see
+/// [`detect`]: no family of step lines): its launches (the times its first line is printed) and how it
+/// ends where it ends in an error. `None` for text that does not look like a training log.
+pub fn no_steps(bytes: &[u8]) -> Option<(usize, String)> {
+    let head = &bytes[..bytes.len().min(16 << 20)];
+    if head.contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(head);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < 3 {
+        return None;
+    }
+    // A training run's log: a framework's marker, or lines stamped with times, or the words of one.
+    let stamped = lines
+        .iter()
+        .filter(|l| clean::clean(l).iter().any(|c| c.wall_time.is_some()))
+        .count();
+    let lower = text.to_ascii_lowercase();
+    let words = ["train", "epoch", "cuda", "gpu", "batch", "torch"]
+        .iter()
+        .filter(|w| lower.contains(*w))
+        .count();
+    if vocabulary().framework_of(head).is_none() && stamped < 3 && words < 2 {
+        return None;
+    }
+    // Each launch prints the log's first line again (its command, banner or configuration).
+    let first = |l: &str| {
+        clean::clean(l)
+            .into_iter()
+            .next()
+            .map(|c| c.text.into_owned())
+            .unwrap_or_default()
+    };
+    // The first line that is not part of a traceback.
+    let banner = lines
+        .iter()
+        .find(|l| {
+            !l.starts_with(char::is_whitespace) && !l.contains("Traceback") && !l.contains("Error")
+        })
+        .map_or(String::new(), |l| first(l));
+    let banners = lines
+        .iter()
+        .filter(|l| !banner.is_empty() && first(l) == banner)
+        .count();
+    // A launch that crashed leaves a traceback; where stamped lines follow one, another launch began.
+    let (mut relaunched, mut in_traceback) = (0usize, false);
+    for l in &lines {
+        if l.contains("Traceback (most recent call last)") {
+            in_traceback = true;
+        } else if in_traceback && clean::clean(l).iter().any(|c| c.wall_time.is_some()) {
+            in_traceback = false;
+            relaunched += 1;
+        }
+    }
+    let launches = banners.max(relaunched + 1);
+    // The error it ends in: an out-of-memory error where there is one, else the last error that
+    // says something after its name.
+    let tail: Vec<&&str> = lines.iter().rev().take(400).collect();
+    let says = |l: &str| {
+        l.split_once("Error:")
+            .is_some_and(|(_, after)| !after.trim().is_empty())
+            || l.contains("Killed")
+    };
+    let ending = tail
+        .iter()
+        .find(|l| l.contains("OutOfMemory") || l.contains("out of memory"))
+        .or_else(|| tail.iter().find(|l| says(l)))
+        .map(|l| {
+            format!(
+                ": it ends in '{}'",
+                l.trim().chars().take(160).collect::<String>()
+            )
+        })
+        .unwrap_or_default();
+    Some((launches, ending))
+}
+
 /// The part of a log searched for framework markers.
 fn head(text: &str) -> &str {
     let mut end = text.len().min(4 << 20);
