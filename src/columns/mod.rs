@@ -834,8 +834,10 @@ pub fn map_typed_columns(
         sources.push((field, source));
     }
     let mapping = ColumnMapping { sources };
-    // A count is required, tokens or samples: without either, no throughput.
+    // A count is required of a plain table, tokens or samples: without either, no throughput. A
+    // trainer's log may lack it (its step time is still read), with a warning.
     if !options.lenient
+        && !options.timing_optional
         && mapping.source(Field::Tokens) == &FieldSource::Missing
         && mapping.source(Field::Samples) == &FieldSource::Missing
     {

@@ -768,12 +768,18 @@ pub fn warnings_for(display: &str, seen: &Seen, options: &EnrichOptions) -> Vec<
         ),
     };
     let missing = |field: Field| seen.mapping.source(field) == &FieldSource::Missing;
-    if missing(Field::NumDevices) && !options.columns.lenient {
+    let counted = !(missing(Field::Tokens) && missing(Field::Samples));
+    if !counted && !options.columns.lenient {
+        warnings.push(format!(
+            "{display}: no count a step (tokens or samples): throughput and MFU are null; give it with --tokens-per-step, or --samples-per-step for a log that counts images, utterances or other samples"
+        ));
+    }
+    if missing(Field::NumDevices) && counted && !options.columns.lenient {
         warnings.push(format!(
             "{display}: no device count: achieved FLOP/s and MFU are null, throughput is filled; give it with --num-devices"
         ));
     }
-    if missing(flops_field) && !options.columns.lenient {
+    if missing(flops_field) && counted && !options.columns.lenient {
         warnings.push(format!(
             "{display}: no FLOPs per {per}: MFU is null, throughput is filled; give it with {flops_flag}"
         ));

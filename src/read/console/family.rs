@@ -68,10 +68,17 @@ pub(super) fn choose(
     };
     let mut best: Option<usize> = None;
     let mut summary_note: Option<String> = None;
-    // A progress bar's family (its counter, elapsed time and smoothed rate) ranks below any other
-    // family that carries a time or a rate: a bar beside a trainer's metric lines is their clock, not
-    // their rows.
-    let rank_of = |f: &FamilyRows| (f.timed, f.family.0 != "progress", count(f, true));
+    // A family with no step counter ranks below every family with one; a progress bar's family (its
+    // counter, elapsed time and smoothed rate) below any other family that carries a time or a rate:
+    // a bar beside a trainer's metric lines is their clock, not their rows.
+    let rank_of = |f: &FamilyRows| {
+        (
+            f.family.0 != super::scan::STEPLESS,
+            f.timed,
+            f.family.0 != "progress",
+            count(f, true),
+        )
+    };
     for (i, f) in families.iter().enumerate() {
         if f.family.1 || count(f, true) == 0 {
             continue;
@@ -82,7 +89,9 @@ pub(super) fn choose(
     }
     // HF Trainer's console: its loss dicts carry no step, and a tqdm bar's family (its smoothed `s/it`)
     // is no step time; its summary line gives the run's mean instead, as one row.
-    let tqdm_only = best.is_none_or(|b| families[b].family.0 == "progress");
+    let tqdm_only = best.is_none_or(|b| {
+        families[b].family.0 == "progress" || families[b].family.0 == super::scan::STEPLESS
+    });
     if let Some((line, summary)) = tqdm_only.then(|| run_summary(&fact_lines.lines)).flatten() {
         let progress = families.iter().find(|f| f.family.0 == "progress");
         if let Some(rows) = summary_row(line, &summary, progress) {

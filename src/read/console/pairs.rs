@@ -967,9 +967,47 @@ pub fn pairs_with<'l>(line: &'l str, separators: &[String]) -> Vec<Pair<'l>> {
         }
     }
     for segment in segments(text, separators) {
-        segment_pairs(segment, &mut out);
+        if !list_pairs(segment, &mut out) {
+            segment_pairs(segment, &mut out);
+        }
     }
     out
+}
+
+/// A printed list of three or more numbers and nothing else (`[2.68, 2.84, 63.6, 0, 0.0001]`): its
+/// positions as pairs `#1`, `#2`, ...
+fn list_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) -> bool {
+    let Some(inner) = segment
+        .trim()
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+    else {
+        return false;
+    };
+    let mut items = Vec::new();
+    for item in inner.split(',') {
+        let item = item.trim();
+        match decode(item) {
+            Some((value, "", None, "")) => items.push((value, item)),
+            _ => return false,
+        }
+    }
+    if items.len() < 3 {
+        return false;
+    }
+    let first = out.iter().filter(|p| p.key.starts_with('#')).count();
+    for (k, (value, source)) in items.into_iter().enumerate() {
+        out.push(Pair {
+            key: Cow::Owned(format!("#{}", first + k + 1)),
+            value: Value::Number {
+                value,
+                unit: Cow::Borrowed(""),
+                total: None,
+            },
+            source: Some(source),
+        });
+    }
+    true
 }
 
 /// Whether `c` opens a quoted value after `before`: only where a value can start (after `=`, `:`, a

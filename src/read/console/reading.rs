@@ -128,8 +128,8 @@ pub(super) fn read(
     };
     // A step counter counts: a column with a fraction in it (fairseq's `update: 5.012`, the epoch's
     // fraction) is none.
-    let whole = |c: usize| {
-        candidates::values(&table, c)
+    let whole = |t: &Table, c: usize| {
+        candidates::values(t, c)
             .iter()
             .all(|v| v.is_nan() || v.fract() == 0.0)
     };
@@ -137,7 +137,7 @@ pub(super) fn read(
         .iter()
         .filter(|c| role_of(c) == Some(Role::Step))
         .map(|c| index(&table, c))
-        .filter(|&c| whole(c))
+        .filter(|&c| whole(&table, c))
         .min_by_key(|&c| goes_back(c));
     // An epoch printed on a line of its own before its steps' lines (Keras's `Epoch 4/6`, YOLO's and
     // many loops' headers), where the lines themselves name none: each row's, as a column.
@@ -170,6 +170,40 @@ pub(super) fn read(
         step_column = table.index(&name);
         if let Some(c) = step_column {
             table.integer_if_whole(c);
+        }
+    }
+    // No counter named as one: the position of a printed list that counts (whole numbers that grow
+    // from line to line: so-vits-svc's global step among its losses), else each line's place.
+    if step_column.is_none() {
+        let grows = |c: usize| {
+            let v = candidates::values(&table, c);
+            let up = v.windows(2).filter(|w| w[1] > w[0]).count();
+            (whole(&table, c) && up * 10 >= (v.len().saturating_sub(1)) * 8 && up >= 2)
+                .then_some(up)
+        };
+        step_column = columns
+            .iter()
+            .filter(|c| c.starts_with('#'))
+            .map(|c| index(&table, c))
+            .filter_map(|c| grows(c).map(|up| (c, up)))
+            .max_by_key(|(_, up)| *up)
+            .map(|(c, _)| c);
+        match step_column {
+            Some(c) => notes.push(format!(
+                "reading: '{}' is the step: the position of the printed list whose whole numbers grow from line to line",
+                table.names[c]
+            )),
+            None => {
+                let name = free_name(&table, "step");
+                table.fill(&name, &|_, row| Some(row as f64 + 1.0));
+                notes.push(format!(
+                    "reading: no step counter on the lines: {name} is each line's place (a line a step)"
+                ));
+                step_column = table.index(&name);
+                if let Some(c) = step_column {
+                    table.integer_if_whole(c);
+                }
+            }
         }
     }
     if let Some(c) = step_column {

@@ -174,7 +174,10 @@ pub(super) fn training_line(
     keys: &mut Keys,
     framework: Option<&Framework>,
 ) -> Option<(String, bool, usize, bool)> {
-    let key = step_key(pairs, keys, framework)?;
+    let key = match step_key(pairs, keys, framework) {
+        Some(key) => key,
+        None => stepless(pairs, keys, framework)?,
+    };
     let eval = evaluation_tag || is_evaluation(text, pairs, keys, framework);
     let (mut numbers, mut timed) = (0, false);
     for p in pairs {
@@ -184,6 +187,26 @@ pub(super) fn training_line(
     }
     Some((key, eval, numbers, timed))
 }
+
+/// The family of a line with no step counter that is still a training line: a printed list of numbers
+/// (`[2.68, 2.84, 63.6, 0, 0.0001]`, its positions named `#1`, `#2`, ...), whose step is the position
+/// that counts ([`POSITIONS`]); or named figures one of which is a loss, whose step is its line's place
+/// in the family ([`STEPLESS`]).
+fn stepless(pairs: &[Pair<'_>], keys: &mut Keys, framework: Option<&Framework>) -> Option<String> {
+    let numbers = pairs.iter().filter(|p| p.value.number().is_some()).count();
+    if numbers >= 3 && pairs.iter().all(|p| p.key.starts_with('#')) {
+        return Some(POSITIONS.to_string());
+    }
+    let loss = pairs
+        .iter()
+        .any(|p| p.value.number().is_some() && keys.of(p, framework).normal.contains("loss"));
+    (numbers >= 2 && loss).then(|| STEPLESS.to_string())
+}
+
+/// The family of printed lists of numbers.
+pub(super) const POSITIONS: &str = "#";
+/// The family of training lines with no step counter.
+pub(super) const STEPLESS: &str = "";
 
 impl<'t> Record<'t> {
     /// Takes an indented one-value line (`text`, its `pair`) after the record's header as the record's.
