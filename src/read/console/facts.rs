@@ -165,17 +165,81 @@ impl ConfigFacts {
                     self.offer(fact, &key, Some(size), &size.to_string(), origin);
                 }
             }
-            let pairs = super::pairs::pairs(text);
-            // MLPerf's `:::MLLOG {"key": "global_batch_size", "value": 3264, ...}`: an event names
-            // its key and gives its value, stated outright.
-            let field = |name: &str| pairs.iter().find(|p| p.key == name).map(|p| &p.value);
-            if let (
-                Some(super::pairs::Value::Text(key)),
-                Some(super::pairs::Value::Number { value, .. }),
-            ) = (field("key"), field("value"))
-            {
-                if let Some((key, fact)) = sentence_fact(&fact_key(key), self.framework) {
-                    self.outright(fact, &key, *value, origin);
+            let mut pairs = super::pairs::pairs(text);
+            // A dict inside a dict (TensorFlow's `'gpu_info': {'count': 1, 'model': u'GeForce GTX
+            // 1080'}`): its keys under the outer one's (`gpu_info_model`), three levels at most.
+            let mut nested: Vec<super::pairs::Pair<'_>> = Vec::new();
+            let mut level: Vec<(String, String)> = pairs
+                .iter()
+                .filter_map(|p| match &p.value {
+                    super::pairs::Value::Text(t) if t.trim_start().starts_with('{') => {
+                        Some((p.key.to_string(), t.to_string()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            // A list of dicts (TensorFlow's `'run_parameters': [{'name': 'dtype', 'string_value':
+            // "<dtype: 'float32'>"}, ...]`): each dict read for its name and value.
+            for p in &pairs {
+                if let super::pairs::Value::Text(t) = &p.value {
+                    if let Some(list) = t
+                        .trim()
+                        .strip_prefix('[')
+                        .filter(|l| l.trim_start().starts_with('{'))
+                    {
+                        for item in list.split("}, {") {
+                            let item = format!("{{{}}}", item.trim_matches(['{', '}', ']', ' ']));
+                            self.named_value(&super::pairs::pairs(&item), origin);
+                        }
+                    }
+                }
+            }
+            for _ in 0..3 {
+                let mut next = Vec::new();
+                for (outer, body) in &level {
+                    for inner in super::pairs::pairs(body) {
+                        let key = format!("{outer}_{}", inner.key);
+                        if let super::pairs::Value::Text(t) = &inner.value {
+                            if t.trim_start().starts_with('{') {
+                                next.push((key.clone(), t.to_string()));
+                            }
+                        }
+                        nested.push(super::pairs::Pair {
+                            key: key.into(),
+                            value: inner.value.into_owned(),
+                            source: None,
+                        });
+                    }
+                }
+                level = next;
+            }
+            pairs.extend(nested);
+            self.named_value(&pairs, origin);
+            // A dataclass field with its default, as a script's source echoed into its log prints
+            // it: `dtype: str = "bfloat16"`, `batch_size: int = 512`.
+            if let Some((name, rest)) = text.trim().split_once(':') {
+                if let Some((kind, value)) = rest.split_once('=') {
+                    let identifier = |w: &str| {
+                        !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    };
+                    let kind = kind.trim();
+                    if identifier(name.trim())
+                        && kind
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || "_[], .".contains(c))
+                        && kind.starts_with(|c: char| c.is_alphabetic())
+                    {
+                        let value = value.split('#').next().unwrap_or(value).trim();
+                        let key = fact_key(name.trim());
+                        if let Some(fact) = vocabulary().fact(&key, self.framework) {
+                            let number = super::pairs::decode(value)
+                                .filter(|(_, unit, _, rest)| {
+                                    unit.is_empty() && rest.trim().is_empty()
+                                })
+                                .map(|(n, ..)| n);
+                            self.offer(fact, &key, number, value, origin);
+                        }
+                    }
                 }
             }
             for pair in pairs {
@@ -193,9 +257,25 @@ impl ConfigFacts {
                 let Some((key, fact)) = found else {
                     continue;
                 };
+                // A list of device ids as the value (`gpus='0,1,2,3'`, `--gpus 0,1,2,3`): counted,
+                // from the line's own text (its commas cut no field).
+                if matches!(fact, Fact::WorldSize | Fact::DevicesPerNode) {
+                    if let Some(n) = list_after(text, &pair.key) {
+                        self.offer(fact, &key, Some(n), &n.to_string(), origin);
+                        continue;
+                    }
+                }
                 match (&pair.value, fact) {
                     (_, Fact::Device) => {
-                        if let Some(name) = device_after(text, &pair.key) {
+                        // The name as the line writes it after its key; a nested dict's value as
+                        // it is (its key is not the line's).
+                        let name = device_after(text, &pair.key).or_else(|| match &pair.value {
+                            super::pairs::Value::Text(t) if pair.source.is_none() => {
+                                Some(t.to_string())
+                            }
+                            _ => None,
+                        });
+                        if let Some(name) = name {
                             self.offer(fact, &key, None, &name, origin);
                         }
                     }
@@ -211,6 +291,12 @@ impl ConfigFacts {
     fn offer(&mut self, fact: Fact, key: &str, number: Option<f64>, text: &str, origin: &str) {
         // Quotes and commas around a value are not part of it, nor is the full stop that ends a sentence
         // (Unsloth's `GPU: NVIDIA A100-SXM4-40GB.`, `Bfloat16 = TRUE.`).
+        let text = text.trim();
+        // Python 2's `u'GeForce GTX 1080'`.
+        let text = text
+            .strip_prefix("u'")
+            .or_else(|| text.strip_prefix("u\""))
+            .unwrap_or(text);
         let text = text
             .trim()
             .trim_matches(['\'', '"', ','])
@@ -282,6 +368,38 @@ impl ConfigFacts {
                 rank,
             },
         );
+    }
+
+    /// A dict that names its key and gives its value: MLPerf's `:::MLLOG {"key": "global_batch_size",
+    /// "value": 3264, ...}` (stated outright), TensorFlow's `{'name': 'dtype', 'string_value': "<dtype:
+    /// 'float32'>"}`.
+    fn named_value(&mut self, pairs: &[super::pairs::Pair<'_>], origin: &str) {
+        let field = |names: &[&str]| {
+            pairs
+                .iter()
+                .find(|p| names.contains(&p.key.as_ref()))
+                .map(|p| &p.value)
+        };
+        let Some(super::pairs::Value::Text(key)) = field(&["key", "name"]) else {
+            return;
+        };
+        let Some((key, fact)) = sentence_fact(&fact_key(key), self.framework) else {
+            return;
+        };
+        match field(&["value", "long_value", "float_value", "string_value"]) {
+            Some(super::pairs::Value::Number { value, .. }) => {
+                self.outright(fact, &key, *value, origin)
+            }
+            Some(super::pairs::Value::Text(text)) => {
+                // `<dtype: 'float32'>`: the quoted word inside.
+                let inner = text
+                    .split(['\'', '"'])
+                    .find(|w| !w.trim().is_empty() && !w.contains(['<', ':']))
+                    .unwrap_or(text);
+                self.offer(fact, &key, None, inner, origin)
+            }
+            None => {}
+        }
     }
 
     /// A number a log states as an event (MLPerf's MLLOG): it wins over what a configuration print
@@ -669,6 +787,24 @@ fn unwrap_calls(text: &str) -> String {
 
 /// The device name after `key:` on the line: `CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB
 /// memory` → `NVIDIA H100 80GB HBM3`.
+/// The count of a list of device ids written after `key` in `text` (`gpus='0,1,2,3'`, `--gpus 0,1,2,3`,
+/// `devices: [0, 1]`, `gpu_ids = range(0, 4)`).
+fn list_after(text: &str, key: &str) -> Option<f64> {
+    let at = text.find(key)? + key.len();
+    let rest = text[at..]
+        .trim_start()
+        .trim_start_matches([':', '='])
+        .trim_start()
+        .trim_start_matches(['\'', '"']);
+    let end = if rest.starts_with('[') || rest.starts_with("range(") {
+        rest.find([']', ')']).map_or(rest.len(), |e| e + 1)
+    } else {
+        rest.find(|c: char| !(c.is_ascii_digit() || c == ','))
+            .unwrap_or(rest.len())
+    };
+    device_list(&rest[..end])
+}
+
 fn device_after(text: &str, key: &str) -> Option<String> {
     let at = text.find(key)? + key.len();
     let rest = text[at..]

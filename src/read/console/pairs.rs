@@ -361,6 +361,16 @@ pub(super) fn next_token(rest: &str) -> (Option<Token<'_>>, &str) {
                         after = after[note + 1..].trim_start();
                     }
                 }
+                // A time unit written inside the bracket: TensorFlow's `(48.270 sec)`.
+                let mut unit = unit;
+                if unit.is_empty() {
+                    if let Some((word, _)) = after.split_once(close) {
+                        if let Some(u) = time_unit_word(word.trim()) {
+                            unit = u;
+                            after = &after[word.len()..];
+                        }
+                    }
+                }
                 if let Some(after) = after.strip_prefix(close) {
                     let source = &rest[..rest.len() - after.len()];
                     return (Some(Token::Number(value, unit, total, source)), after);
@@ -573,15 +583,19 @@ fn segment_pairs<'a>(segment: &'a str, out: &mut Vec<Pair<'a>>) {
                 {
                     key = vec![w];
                 } else {
-                    // A bare time unit after a value (`iter time: 123.45 ms (step)`) is that value's.
+                    // A bare time unit after a value (`iter time: 123.45 ms (step)`) is that value's,
+                    // and so is a rate's (`Speed: 4599.27 samples/sec`).
                     if key.is_empty() && out.len() > first {
+                        let rate = (w.contains('/')
+                            && w.split('/').all(|p| p.chars().any(char::is_alphabetic)))
+                        .then_some(*w);
                         if let (
                             Some(u),
                             Some(Pair {
                                 value: Value::Number { unit, .. },
                                 ..
                             }),
-                        ) = (time_unit_word(w), out.last_mut())
+                        ) = (time_unit_word(w).or(rate), out.last_mut())
                         {
                             if unit.is_empty() {
                                 *unit = Cow::Borrowed(u);

@@ -107,10 +107,22 @@ pub(super) fn read(
             .copied()
             .unwrap_or_else(|| TimeUnit::from_column_name(c))
     };
+    // A time printed in brackets after the step counter (TensorFlow's `step = 10100 (48.270 sec)`)
+    // is a logged time (of the steps since the line before, as evidence will say).
+    let bracketed_time = |c: &str| {
+        c.split_once(super::pairs::BRACKETED)
+            .is_some_and(|(key, unit)| {
+                vocab.role(&normalise(key), framework) == Some(Role::Step)
+                    && [" (s)", " (ms)", " (us)"].contains(&unit)
+            })
+    };
     let columns_of = |role: Role| -> Vec<String> {
         columns
             .iter()
-            .filter(|c| role_of(c) == Some(role) && !stamped.contains(c))
+            .filter(|c| {
+                (role_of(c) == Some(role) || (role == Role::StepTime && bracketed_time(c)))
+                    && !stamped.contains(c)
+            })
             .cloned()
             .collect()
     };

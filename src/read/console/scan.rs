@@ -62,7 +62,14 @@ impl Keys {
                         | Role::SamplesPerSecondPerDevice
                         | Role::StepsPerSecond
                 )
-            );
+            ) || pair
+                .key
+                .strip_suffix(super::pairs::BRACKETED)
+                .is_some_and(|key| {
+                    // TensorFlow's `step = 10100 (48.270 sec)`: the steps' time after the counter.
+                    vocab.role(&normalise(key), framework) == Some(Role::Step)
+                        && matches!(pair.value.unit(), "s" | "ms" | "us")
+                });
             let step = vocab.role(&normal, framework) == Some(Role::Step);
             self.known.insert(
                 pair.key.to_string(),
