@@ -198,7 +198,16 @@ impl ConfigFacts {
                 let mut next = Vec::new();
                 for (outer, body) in &level {
                     for inner in super::pairs::pairs(body) {
-                        let key = format!("{outer}_{}", inner.key);
+                        // The inner key alone where it names a fact (`'train': {'batch_size': 12}`
+                        // is a batch size, not HF's `train_batch_size`), else under the outer one.
+                        let alone = vocabulary()
+                            .fact(&fact_key(&inner.key), self.framework)
+                            .is_some();
+                        let key = if alone {
+                            inner.key.to_string()
+                        } else {
+                            format!("{outer}_{}", inner.key)
+                        };
                         if let super::pairs::Value::Text(t) = &inner.value {
                             if t.trim_start().starts_with('{') {
                                 next.push((key.clone(), t.to_string()));

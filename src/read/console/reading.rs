@@ -78,7 +78,7 @@ pub(super) fn read(
 
     // Roles of the columns.
     let columns = table.names.clone();
-    let role_of = |column: &str| vocab.role(&normalise(column), framework);
+    let role_of = |column: &str| vocab.column_role(column, framework);
     let first = |role: Role| columns.iter().find(|c| role_of(c) == Some(role)).cloned();
     let mut hints = Vec::new();
     // Columns whose values are timestamps (`time: 2025-08-20 13:54:19.240802`): clocks of the wall,
@@ -206,6 +206,22 @@ pub(super) fn read(
                 table.names[c]
             )),
             None => {
+                // Lines that each close an epoch (`Epoch: 19, lr: ... - train loss: ... - valid
+                // loss: ...`) summarise epochs: no step is timed by them.
+                let epochs_a_line = columns
+                    .iter()
+                    .filter(|c| c.to_ascii_lowercase().contains("epoch"))
+                    .any(|c| {
+                        let v = candidates::values(&table, index(&table, c));
+                        let ones = v.windows(2).filter(|w| w[1] - w[0] == 1.0).count();
+                        v.len() >= 2 && ones * 10 >= (v.len() - 1) * 9
+                    });
+                if epochs_a_line {
+                    return Err(format!(
+                        "no training steps found: its {} lines with figures each close an epoch (no line of it times a step)",
+                        table.height
+                    ));
+                }
                 let name = free_name(&table, "step");
                 table.fill(&name, &|_, row| Some(row as f64 + 1.0));
                 notes.push(format!(

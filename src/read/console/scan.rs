@@ -49,10 +49,7 @@ impl Keys {
             let vocab = vocabulary();
             let normal = normalise(&pair.key);
             let timed = matches!(
-                vocab.role(
-                    &normalise(&column_name(&pair.key, pair.value.unit())),
-                    framework
-                ),
+                vocab.column_role(&column_name(&pair.key, pair.value.unit()), framework),
                 Some(
                     Role::StepTime
                         | Role::Elapsed

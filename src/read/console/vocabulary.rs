@@ -188,6 +188,18 @@ pub fn normalise(key: &str) -> String {
 }
 
 impl Vocabulary {
+    /// The role of a column as the reader names it (`ips (images/s)`, `time (ms)`): its key's where its
+    /// key has one (Paddle's `ips` is one card's, whatever unit it is written in), else the whole
+    /// name's (`Speed (samples/sec)` is a rate of samples by its unit).
+    pub fn column_role(&self, column: &str, framework: Option<&Framework>) -> Option<Role> {
+        if let Some((key, _)) = column.rsplit_once(" (").filter(|_| column.ends_with(')')) {
+            if let Some(role) = self.role(&normalise(key), framework) {
+                return Some(role);
+            }
+        }
+        self.role(&normalise(column), framework)
+    }
+
     /// The role of a training-line key (normalised), the framework's meaning first.
     pub fn role(&self, key: &str, framework: Option<&Framework>) -> Option<Role> {
         if let Some(role) = framework.and_then(|f| f.keys.get(key)) {
