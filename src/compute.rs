@@ -949,6 +949,72 @@ fn resolve_pairs(values: &FieldValues, resolver: &Resolver) -> (Vec<Resolved>, P
     (pairs, runs)
 }
 
+/// Reads a log's own MFU as percentages where its values, written without `%`, are a hundred times
+/// mfu's own MFU of the same rows (`mfu: 38.42` beside mfu's 0.37): divided by 100, with a warning
+/// that gives the evidence. Where mfu has no MFU of its own to compare (no device, no FLOPs), values
+/// above 1 stay as written (and are flagged as impossible where they are used).
+pub fn read_logged_percentages(values: &mut FieldValues, resolver: &Resolver) {
+    let n = values.height;
+    let median = |mut v: Vec<f64>| -> Option<f64> {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let logged: Vec<Option<f64>> = (0..n)
+        .map(|row| {
+            values
+                .logged_mfu
+                .get(row)
+                .filter(|m| m.is_finite() && *m > 0.0)
+        })
+        .collect();
+    let Some(written) = median(logged.iter().flatten().copied().collect()) else {
+        return;
+    };
+    if !(written > 1.0 && written <= 100.0) {
+        return;
+    }
+    let (pairs, runs) = resolve_pairs(values, resolver);
+    let mut own = Vec::new();
+    for (rows, pair) in runs.iter() {
+        let peak = pairs[pair as usize].peak.unwrap_or(f64::NAN);
+        for row in rows {
+            if logged[row].is_none() {
+                continue;
+            }
+            let get = |n: &Numbers| n.get(row).unwrap_or(f64::NAN);
+            let mfu = row_values(
+                get(&values.step_time_s),
+                f64::NAN,
+                get(&values.tokens),
+                get(&values.num_devices),
+                get(&values.flops_per_token),
+                peak,
+            )
+            .mfu;
+            if mfu.is_finite() && mfu > 0.0 {
+                own.push(mfu);
+            }
+        }
+    }
+    let Some(computed) = median(own) else {
+        values.column_warnings.push(format!(
+            "the log's own MFU (median {written:.4}) is above 1 and mfu has no MFU of its own to tell whether it is a percentage: read as written"
+        ));
+        return;
+    };
+    let ratio = written / computed;
+    if (20.0..=500.0).contains(&ratio) {
+        let scaled: Vec<Option<f64>> = (0..n)
+            .map(|row| values.logged_mfu.get(row).map(|m| m / 100.0))
+            .collect();
+        values.logged_mfu = Numbers::Column(scaled);
+        values.column_warnings.push(format!(
+            "the log's own MFU is written as a percentage without '%' (median {written:.4}, {ratio:.0}x mfu's own median {computed:.4}): read as {:.4}",
+            written / 100.0
+        ));
+    }
+}
+
 /// Computes the added columns for `values` against `resolver`, and the `extras` asked for.
 pub fn compute(values: &FieldValues, resolver: &Resolver, extras: Extras) -> Computed {
     let computed = compute_values(values, resolver, extras);

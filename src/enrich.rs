@@ -189,7 +189,8 @@ pub fn enrich_frame(mut df: DataFrame, options: &EnrichOptions) -> Result<Enrich
         .map(|c| c.name().as_str())
         .collect();
     let (mapping, renamed) = plan_columns(&name_refs, &numeric, options)?;
-    let values = extract(&df, &mapping, options.columns.model.as_ref())?;
+    let mut values = extract(&df, &mapping, options.columns.model.as_ref())?;
+    crate::compute::read_logged_percentages(&mut values, &options.resolver);
     let computed = compute(&values, &options.resolver, options.extras());
     let non_numeric = values.non_numeric.clone();
     let column_warnings = values.column_warnings.clone();

@@ -492,3 +492,60 @@ fn axolotl_dataset_token_count_is_not_a_step_count() {
     assert!(err.contains("no run summary"), "{err}");
     assert!(rows.iter().any(|r| r["progress"] == "283"));
 }
+
+/// A log's own MFU written as a percentage without '%' is read as one where mfu's own MFU of the same
+/// rows is a hundredth of it; a fraction stays a fraction; without an MFU of mfu's own to compare, a
+/// value above 1 stays as written and is flagged.
+#[test]
+fn a_logged_mfu_without_its_percent_sign_is_read_by_the_evidence() {
+    let wd = Workdir::new("console_percent");
+    // 8 H100s, 65,536 tokens a step in 0.5 s, 4e9 FLOPs a token: mfu's own MFU is
+    // 65536 x 4e9 / (0.5 x 8 x 989.4e12) = 0.0662.
+    let log = |mfu: &dyn Fn(u32) -> String| {
+        (1..=20)
+            .map(|s| {
+                format!(
+                    "2026-01-01 00:00:{:02}.{:03} step: {s}  loss: 2.1  tokens: 65536  step_time: 0.5  mfu: {}\n",
+                    s / 2,
+                    (s % 2) * 500,
+                    mfu(s)
+                )
+            })
+            .collect::<String>()
+    };
+    let flags = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--num-devices",
+        "8",
+        "--dtype",
+        "bf16",
+        "--flops-per-token",
+        "4e9",
+        "--logged-peak-flops",
+        "989.4e12",
+    ];
+    let read = |name: &str, text: String, flags: &[&str]| {
+        let file = wd.create(name, text);
+        enrich_ok(&file, flags)
+    };
+    let (rows, err) = read("percent.log", log(&|_| "6.62".into()), &flags);
+    assert!(err.contains("written as a percentage without '%'"), "{err}");
+    let corrected = number(&rows[5], "mfu_logged_corrected");
+    assert!((corrected - 0.0662).abs() < 1e-3, "{corrected}");
+    assert!(!err.contains("above 1"), "{err}");
+    let (rows, err) = read("fraction.log", log(&|_| "0.0662".into()), &flags);
+    assert!(!err.contains("percentage"), "{err}");
+    assert!((number(&rows[5], "mfu_logged_corrected") - 0.0662).abs() < 1e-3);
+    // No FLOPs a token: nothing to compare the figure with.
+    let (_, err) = read(
+        "unknown.log",
+        log(&|_| "6.62".into()),
+        &flags[..6]
+            .iter()
+            .chain(&flags[8..])
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    assert!(err.contains("read as written"), "{err}");
+}

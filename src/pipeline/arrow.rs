@@ -99,13 +99,14 @@ fn plan_and_compute(
         .collect();
     let (mapping, renamed) = plan_columns(&names, &numeric, options)?;
     let extras = options.extras();
-    let values = extract_from(
+    let mut values = extract_from(
         table,
         &mapping,
         options.columns.model.as_ref(),
         extras.window.is_some(),
     )
     .map_err(EnrichError::from)?;
+    crate::compute::read_logged_percentages(&mut values, &options.resolver);
     let computed = compute_values(&values, &options.resolver, extras);
     Ok(Planned {
         mapping,
