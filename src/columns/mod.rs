@@ -252,6 +252,9 @@ pub enum TimeUnit {
     Seconds,
     Milliseconds,
     Microseconds,
+    /// A running total in minutes (nanochat's `total time: 161.08m`).
+    Minutes,
+    Hours,
 }
 
 impl TimeUnit {
@@ -261,6 +264,8 @@ impl TimeUnit {
             TimeUnit::Seconds => 1.0,
             TimeUnit::Milliseconds => 1e-3,
             TimeUnit::Microseconds => 1e-6,
+            TimeUnit::Minutes => 60.0,
+            TimeUnit::Hours => 3600.0,
         }
     }
 
@@ -269,6 +274,8 @@ impl TimeUnit {
             TimeUnit::Seconds => "s",
             TimeUnit::Milliseconds => "ms",
             TimeUnit::Microseconds => "us",
+            TimeUnit::Minutes => "min",
+            TimeUnit::Hours => "h",
         }
     }
 

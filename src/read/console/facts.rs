@@ -327,7 +327,9 @@ impl ConfigFacts {
                 number.is_some_and(|n| n > 0.0) || is_true(&text)
             }
             Fact::Activation | Fact::Device => number.is_none() && !text.is_empty(),
-            Fact::LoggedPeakFlops => number.is_some_and(|n| n.is_finite() && n > 0.0),
+            Fact::LoggedPeakFlops | Fact::FlopsPerToken => {
+                number.is_some_and(|n| n.is_finite() && n > 0.0)
+            }
             _ => number.is_some_and(|n| n.is_finite() && n > 0.0 && n.fract() == 0.0),
         };
         if fact == Fact::DtypeFlags && accepted {
@@ -652,6 +654,13 @@ impl ConfigFacts {
                 Field::Tokens,
                 t,
                 format!("tokens a step = {from}"),
+            ));
+        }
+        if let Some(f) = self.number(Fact::FlopsPerToken) {
+            facts.push(RunFact::number(
+                Field::FlopsPerToken,
+                f,
+                format!("{} (the log's own count)", self.origin(Fact::FlopsPerToken)),
             ));
         }
         if let Some(p) = self.number(Fact::LoggedPeakFlops) {

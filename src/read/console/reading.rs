@@ -96,6 +96,8 @@ pub(super) fn read(
             let unit = match unit.as_str() {
                 "ms" => TimeUnit::Milliseconds,
                 "us" => TimeUnit::Microseconds,
+                "m" | "min" | "mins" => TimeUnit::Minutes,
+                "h" | "hr" | "hrs" => TimeUnit::Hours,
                 _ => return None,
             };
             Some((column, unit))
@@ -218,7 +220,12 @@ pub(super) fn read(
                     });
                 if epochs_a_line {
                     return Err(format!(
-                        "no training steps found: its {} lines with figures each close an epoch (no line of it times a step)",
+                        "no training steps found in {} launch(es): its {} lines with figures each close an epoch (no line of it times a step)",
+                        marks
+                            .iter()
+                            .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
+                            .count()
+                            + 1,
                         table.height
                     ));
                 }
@@ -773,6 +780,20 @@ pub(super) fn read(
         let Some(m) = contradicted(&table, count, rate) else {
             continue;
         };
+        // A rate that counts one micro-batch of the ones accumulated into a step (nanochat's tok/sec
+        // with gradient accumulation): the count stands, the rate is off by the accumulation.
+        let accumulated = launches
+            .configs
+            .iter()
+            .filter_map(|c| c.number(Fact::GradAccum))
+            .any(|k| k > 1.0 && (m / k - 1.0).abs() <= evidence::TOLERANCE);
+        if accumulated {
+            notes.push(format!(
+                "reading: '{}' counts one micro-batch of each step's {m:.0} accumulated ones: the {} {unit} a step of the configuration are kept",
+                rate.0, count.words
+            ));
+            continue;
+        }
         let said = format!(
             "the {} {unit} a step of the configuration are {m:.2}x what '{}' x the step time counts",
             count.words, rate.0

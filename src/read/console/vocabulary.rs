@@ -63,6 +63,9 @@ pub enum Fact {
     Tied,
     Untied,
     Device,
+    /// Model FLOPs per token (forward + backward) a log states (nanochat's `Estimated FLOPs per token:
+    /// 3.491758e+09`): the framework's own count.
+    FlopsPerToken,
     /// The peak FLOP/s a framework says it computes its MFU against (a TFLOP/s figure under 1e6 is
     /// taken as TFLOP/s).
     LoggedPeakFlops,
