@@ -1003,13 +1003,22 @@ pub fn read_logged_percentages(values: &mut FieldValues, resolver: &Resolver) {
         return;
     };
     let ratio = written / computed;
-    if (20.0..=500.0).contains(&ratio) {
+    // Read as a percentage, the log's MFU is mfu's times its peak and FLOPs count over the log's:
+    // within a factor of 20 of mfu's either way (nanochat divides a 4090's FLOP/s by an H100's peak,
+    // 6x). Read as a fraction it is above 1: impossible. Beyond a factor of 20 neither reading is
+    // borne out, and the figure stays as written (flagged where it is used).
+    if (5.0..=2000.0).contains(&ratio) {
         let scaled: Vec<Option<f64>> = (0..n)
             .map(|row| values.logged_mfu.get(row).map(|m| m / 100.0))
             .collect();
         values.logged_mfu = Numbers::Column(scaled);
+        let apart = if (50.0..=200.0).contains(&ratio) {
+            String::new()
+        } else {
+            "; its peak or FLOPs count is not mfu's: `mfu audit` says which".to_string()
+        };
         values.column_warnings.push(format!(
-            "the log's own MFU is written as a percentage without '%' (median {written:.4}, {ratio:.0}x mfu's own median {computed:.4}): read as {:.4}",
+            "the log's own MFU is written as a percentage without '%' (median {written:.4}, {ratio:.0}x mfu's own median {computed:.4}): read as {:.4}{apart}",
             written / 100.0
         ));
     }

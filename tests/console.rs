@@ -45,6 +45,8 @@ fn real_logs_read_to_their_hand_worked_mfu() {
     let mut cases = 0;
     let mut not_language_model = 0;
     let mut failures = Vec::new();
+    // Each log's checked row and flags, for the traps below.
+    let mut checked = std::collections::HashMap::new();
     for case in csv_rows(&table) {
         let log = logs().join(format!("{}.log", case["log"]));
         let expect: serde_json::Value = serde_json::from_str(
@@ -90,6 +92,10 @@ fn real_logs_read_to_their_hand_worked_mfu() {
             failures.push(format!("{}: no row for {}", case["log"], case["check"]));
             continue;
         };
+        checked.insert(
+            case["log"].clone(),
+            (case.clone(), flags.clone(), row.clone()),
+        );
         let tolerance: f64 = case["tolerance"].parse().unwrap();
         for (column, want) in [
             ("mfu_wall_clock", &case["expected_mfu"]),
@@ -135,6 +141,7 @@ fn real_logs_read_to_their_hand_worked_mfu() {
             assert!(agree, "{} {key}: {hand:?} vs {listed:?}", case["log"]);
         }
     }
+    traps(&wd, &checked, &mut failures);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The bar: at least 60 real logs from at least 30 frameworks or hand-written trainers,
     // at least 15 of them not language models' (vision, speech, diffusion, RL post-training,
@@ -142,6 +149,108 @@ fn real_logs_read_to_their_hand_worked_mfu() {
     assert!(cases >= 60, "{cases} logs");
     assert!(frameworks.len() >= 30, "{frameworks:?}");
     assert!(not_language_model >= 15, "{not_language_model}");
+}
+
+type Checked = std::collections::HashMap<
+    String,
+    (
+        std::collections::HashMap<String, String>,
+        Vec<String>,
+        std::collections::HashMap<String, String>,
+    ),
+>;
+
+/// `traps.csv`: for each trap class of a naive reading (a running or window mean taken as the step
+/// time, a rate or count of one device taken as the run's, a running total or a rate read as a step
+/// time, a step's own figure where its running mean is printed beside it, the facts of another launch,
+/// an interval of several steps taken as one, a percentage read as a fraction), at least 3 corpus logs
+/// where that reading is wrong, with the naive figure and the right one. The right figure is what mfu's
+/// output at the log's checked row implies: proportional to it (`same`), inversely (`inverse`, a time
+/// against a rate), the checked row's step (`step`), or the log's own MFU as `mfu audit --per-row`
+/// reads it at that step (`audit`). The naive figure must be more than 3% off the right one, and the
+/// implied figure within 3% of it.
+fn traps(wd: &Workdir, checked: &Checked, failures: &mut Vec<String>) {
+    let table = std::fs::read_to_string(logs().join("traps.csv")).unwrap();
+    let mut classes: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for trap in csv_rows(&table) {
+        let log = &trap["log"];
+        let (case, flags, row) = checked
+            .get(log)
+            .unwrap_or_else(|| panic!("{log}: a trap's log is a corpus log with a checked row"));
+        let naive: f64 = trap["naive"].parse().unwrap();
+        let right: f64 = trap["right"].parse().unwrap();
+        let off = |a: f64, b: f64| ((a - b) / b).abs();
+        assert!(
+            off(naive, right) > 0.03,
+            "{log} {}: the naive figure is the right one",
+            trap["trap"]
+        );
+        let output = trap["output"].as_str();
+        let implied = match trap["relation"].as_str() {
+            relation @ ("same" | "inverse") => {
+                let column = match output {
+                    "mfu_wall_clock" => "expected_mfu",
+                    "tokens_per_second" => "expected_tokens_per_second",
+                    "samples_per_second" => "expected_samples_per_second",
+                    other => panic!("{log}: no corpus figure for {other}"),
+                };
+                let want: f64 = case[column].parse().unwrap_or_else(|_| {
+                    panic!("{log}: the corpus checks no {output} for this trap")
+                });
+                let got: Option<f64> = row.get(output).and_then(|v| v.parse().ok());
+                got.map(|g| {
+                    if relation == "same" {
+                        right * g / want
+                    } else {
+                        right * want / g
+                    }
+                })
+            }
+            "step" => row.get("step").and_then(|v| v.parse().ok()),
+            "audit" => {
+                let (column, value) = case["check"].split_once('=').unwrap();
+                let value: f64 = value.parse().unwrap();
+                let out = wd
+                    .mfu()
+                    .arg("audit")
+                    .arg(logs().join(format!("{log}.log")))
+                    .args(["--per-row", "--format", "csv", "--quiet"])
+                    .args(flags)
+                    .output()
+                    .unwrap();
+                let rows = csv_rows(&String::from_utf8_lossy(&out.stdout));
+                rows.iter()
+                    .find(|r| r.get(column).and_then(|v| v.parse::<f64>().ok()) == Some(value))
+                    .and_then(|r| r.get(output))
+                    .and_then(|v| v.parse().ok())
+            }
+            other => panic!("{log}: unknown relation {other}"),
+        };
+        match implied {
+            Some(i) if off(i, right) <= 0.03 => {}
+            _ => failures.push(format!(
+                "{log} {}: mfu's output implies {implied:?}, the right figure is {right} (naive {naive})",
+                trap["trap"]
+            )),
+        }
+        classes
+            .entry(trap["trap"].clone())
+            .or_default()
+            .insert(log.clone());
+    }
+    for class in [
+        "clock-mean",
+        "scope",
+        "clock-cumulative",
+        "running-mean-value",
+        "launch-facts",
+        "interval",
+        "percent",
+    ] {
+        let logs = classes.get(class).map_or(0, |l| l.len());
+        assert!(logs >= 3, "{class}: {logs} real logs, at least 3 wanted");
+    }
 }
 
 #[test]

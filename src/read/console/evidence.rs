@@ -17,8 +17,28 @@ use super::candidates::{differenced, Clock, ClockKind, Meaning, Steps};
 /// How far a clock may be from another and still agree with it (on the median of their ratios).
 pub(super) const TOLERANCE: f64 = 0.10;
 
-/// Seconds a span of a clock to the second must cover: its rounding is then at most 5% of the span.
-const COARSE_SPAN: f64 = 20.0;
+/// How many of its resolution's steps a span of a clock must cover: its rounding is then at most 5% of
+/// the span (20 s for a clock to the second, 12 s for minutes printed to two decimals).
+const SPAN_IN_RESOLUTIONS: f64 = 20.0;
+
+/// The resolution of a clock in seconds: the place of the last decimal its values are printed to (at
+/// most six), in the clock's own unit, times `scale` (seconds per unit). A running total in minutes
+/// printed to two decimals (nanochat's `total time: 161.08m`) moves in steps of 0.6 s.
+pub(super) fn resolution(printed: &[f64], scale: f64) -> f64 {
+    let finite: Vec<f64> = printed.iter().copied().filter(|v| v.is_finite()).collect();
+    let places = (0..=6)
+        .find(|d| {
+            let m = 10f64.powi(*d);
+            finite.iter().all(|v| {
+                let x = v * m;
+                // Within a thousandth of the quantum: a timestamp of 1.7e9 s to the millisecond is
+                // stored to about 2e-7 s.
+                (x - x.round()).abs() <= 1e-3
+            })
+        })
+        .unwrap_or(6);
+    10f64.powi(-places) * scale
+}
 
 /// A covering clock: its running values (a timestamp, a running total) in seconds.
 #[derive(Debug, Clone)]
@@ -29,19 +49,18 @@ pub(super) struct Reference {
     /// wall clock over the same steps, but for the reference's rounding (its resolution over its median
     /// span) and 3% of logging.
     upper: f64,
+    /// The seconds it moves in ([`resolution`]).
+    resolution: f64,
     /// The spans it is compared over: (the row a span starts after, the row it ends on), in one
     /// launch, each at least long enough for the clock's resolution.
     pub(super) spans: Vec<(usize, usize)>,
 }
 
 impl Reference {
-    /// A reference from running values (NaN where a row has none).
-    pub(super) fn new(name: String, totals: Vec<f64>, steps: &Steps) -> Reference {
-        let whole = totals
-            .iter()
-            .filter(|v| v.is_finite())
-            .all(|v| v.fract() == 0.0);
-        let min_span = if whole { COARSE_SPAN } else { 0.0 };
+    /// A reference from running values in seconds (NaN where a row has none), moving in steps of
+    /// `resolution` seconds ([`resolution`]).
+    pub(super) fn new(name: String, totals: Vec<f64>, resolution: f64, steps: &Steps) -> Reference {
+        let min_span = SPAN_IN_RESOLUTIONS * resolution;
         let mut spans = Vec::new();
         let mut start: Option<usize> = None;
         for row in 0..totals.len() {
@@ -61,7 +80,6 @@ impl Reference {
         }
         let mut lengths: Vec<f64> = spans.iter().map(|(a, b)| totals[*b] - totals[*a]).collect();
         lengths.sort_by(f64::total_cmp);
-        let resolution = if whole { 1.0 } else { 0.001 };
         let upper = 1.03
             + lengths
                 .get(lengths.len() / 2)
@@ -71,6 +89,7 @@ impl Reference {
             name,
             totals,
             upper: upper.min(1.0 + TOLERANCE),
+            resolution,
             spans,
         }
     }
@@ -182,6 +201,11 @@ pub(super) struct TimeVerdict {
     pub(super) said: Vec<String>,
     /// Where no clock could be chosen because two disagree: the note that names them.
     pub(super) conflict: Option<String>,
+}
+
+/// Seconds rounded to the microsecond, for messages (0.01 min is 0.6 s, not 0.6000000000000001).
+fn micro(seconds: f64) -> f64 {
+    (seconds * 1e6).round() / 1e6
 }
 
 /// Whether a clock is a logged figure read in a meaning other than as printed.
@@ -394,7 +418,9 @@ fn against_reference(clocks: &[Clock], reference: &Reference, steps: &Steps) -> 
                 "each row's".to_string()
             } else {
                 format!(
-                    "over spans of at least {COARSE_SPAN} s (the clock is to the second), each row getting its span's"
+                    "over spans of at least {} s (the clock moves in steps of {} s), each row getting its span's",
+                    micro(SPAN_IN_RESOLUTIONS * reference.resolution),
+                    micro(reference.resolution)
                 )
             };
             said.insert(
@@ -557,7 +583,12 @@ mod tests {
         let n = 200;
         let s = steps(&(1..=n).map(f64::from).collect::<Vec<_>>());
         let wall: Vec<f64> = (1..=n).map(|i| (f64::from(i) * 0.3).floor()).collect();
-        let r = Reference::new("the line timestamps".into(), wall, &s);
+        let r = Reference::new(
+            "the line timestamps".into(),
+            wall.clone(),
+            resolution(&wall, 1.0),
+            &s,
+        );
         assert!(r.spans.len() >= 2 && !r.row_by_row());
         let logged = vec![0.3; n as usize];
         let c = r.compare(&logged, &s).unwrap();
@@ -577,7 +608,12 @@ mod tests {
             wall[i] = wall[i - 1] + 1.0 + 0.001 * (i % 3) as f64;
         }
         let mean: Vec<f64> = (0..50).map(|i| wall[i] / (i as f64 + 1.0)).collect();
-        let r = Reference::new("the line timestamps".into(), wall, &s);
+        let r = Reference::new(
+            "the line timestamps".into(),
+            wall.clone(),
+            resolution(&wall, 1.0),
+            &s,
+        );
         let clocks = vec![clock(
             "'time' (s)",
             ClockKind::Logged(Meaning::AsPrinted),
@@ -603,7 +639,12 @@ mod tests {
         let wall: Vec<f64> = (1..=20)
             .map(|i| 1000.0 + f64::from(i) * 10.0 * 0.5)
             .collect();
-        let r = Reference::new("the line timestamps".into(), wall, &s);
+        let r = Reference::new(
+            "the line timestamps".into(),
+            wall.clone(),
+            resolution(&wall, 1.0),
+            &s,
+        );
         // 8 devices, 32768 tokens a step, 0.5 s a step: one device's rate is 8192 tok/s.
         let global = vec![32768.0 / 8192.0; 20];
         let per_device = vec![32768.0 / (8192.0 * 8.0); 20];

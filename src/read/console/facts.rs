@@ -288,6 +288,14 @@ impl ConfigFacts {
                             self.offer(fact, &key, None, &name, origin);
                         }
                     }
+                    // A batch in tokens (nanochat's `Auto-computed optimal batch size: 1,048,576
+                    // tokens`) counts no samples.
+                    (
+                        super::pairs::Value::Number { unit, .. },
+                        Fact::GlobalBatch | Fact::MicroBatch,
+                    ) if unit.to_ascii_lowercase().starts_with("token")
+                        || word_after(text, &pair.key, pair.source)
+                            .is_some_and(|w| w.to_ascii_lowercase().starts_with("token")) => {}
                     (super::pairs::Value::Number { value, .. }, _) => {
                         self.offer(fact, &key, Some(*value), &value.to_string(), origin)
                     }
@@ -326,7 +334,18 @@ impl ConfigFacts {
             Fact::DtypeFlags | Fact::Gated | Fact::Tied | Fact::Untied => {
                 number.is_some_and(|n| n > 0.0) || is_true(&text)
             }
-            Fact::Activation | Fact::Device => number.is_none() && !text.is_empty(),
+            Fact::Activation => number.is_none() && !text.is_empty(),
+            // A device's name has a model number beside letters (`RTX 3090`, `A100`, `TPU v4`); a
+            // flag (`gpu: True`) or a torch device (`cuda:0`) names none.
+            Fact::Device => {
+                number.is_none()
+                    && text.chars().any(|c| c.is_ascii_digit())
+                    && text.chars().any(|c| c.is_ascii_alphabetic())
+                    && !["cuda", "cpu", "xpu", "mps", "npu", "gpu"].iter().any(|w| {
+                        let t = text.trim().to_ascii_lowercase();
+                        t == *w || t.starts_with(&format!("{w}:"))
+                    })
+            }
             Fact::LoggedPeakFlops | Fact::FlopsPerToken => {
                 number.is_some_and(|n| n.is_finite() && n > 0.0)
             }
@@ -642,14 +661,20 @@ impl ConfigFacts {
         if let Some(s) = self.number(Fact::SeqLen) {
             facts.push(RunFact::number(Field::SeqLen, s, self.origin(Fact::SeqLen)));
         }
-        if let Some((n, from)) = self.samples_per_step_from() {
+        let tokens = self.tokens_per_step();
+        // A sample holds at least one token: samples a step above the tokens a step are a batch in
+        // tokens misread as one in samples (nanochat's `for batch size 1,048,576`), not a count.
+        if let Some((n, from)) = self
+            .samples_per_step_from()
+            .filter(|(n, _)| tokens.as_ref().is_none_or(|(t, _)| n <= t))
+        {
             facts.push(RunFact::number(
                 Field::Samples,
                 n,
                 format!("samples a step = {from}"),
             ));
         }
-        if let Some((t, from)) = self.tokens_per_step() {
+        if let Some((t, from)) = tokens {
             facts.push(RunFact::number(
                 Field::Tokens,
                 t,
@@ -697,6 +722,15 @@ fn fact_key(key: &str) -> String {
 /// The fact a key names: the whole key, else its last words (`Trainer is initialized with local batch
 /// size` is `local_batch_size`), unless a dropped word says it is about something else (`eval batch
 /// size`, `max position ...`).
+/// The word the line writes after a pair's value (`tokens` in `batch size: 1,048,576 tokens`).
+fn word_after<'t>(text: &'t str, key: &str, source: Option<&str>) -> Option<&'t str> {
+    let at = text.find(key)? + key.len();
+    let rest = &text[at..];
+    let source = source?;
+    let end = rest.find(source)? + source.len();
+    rest[end..].split_whitespace().next()
+}
+
 fn sentence_fact(key: &str, framework: Option<&Framework>) -> Option<(String, Fact)> {
     if let Some(fact) = vocabulary().fact(key, framework) {
         return Some((key.to_string(), fact));
@@ -723,6 +757,9 @@ fn sentence_fact(key: &str, framework: Option<&Framework>) -> Option<(String, Fa
                     | "new"
                     | "old"
                     | "effective"
+                    // `Tokens / micro-batch: 262,144` counts tokens, not a batch's samples.
+                    | "tokens"
+                    | "token"
             )
         }) {
             return None;

@@ -521,32 +521,33 @@ pub(super) fn read(
         } else {
             "the line timestamps (no date)"
         };
-        references.push(Reference::new(
-            what.into(),
-            candidates::values(&table, c),
-            &steps,
-        ));
+        let stamps = candidates::values(&table, c);
+        let resolution = evidence::resolution(&stamps, 1.0);
+        references.push(Reference::new(what.into(), stamps, resolution, &steps));
     }
     for c in &stamped {
+        let stamps = candidates::values(&table, index(&table, c));
+        let resolution = evidence::resolution(&stamps, 1.0);
         references.push(Reference::new(
             format!("the timestamps in '{c}'"),
-            candidates::values(&table, index(&table, c)),
+            stamps,
+            resolution,
             &steps,
         ));
     }
     for c in columns_of(Role::Elapsed) {
         let column = index(&table, &c);
-        let totals = candidates::values(&table, column)
-            .iter()
-            .map(|v| v * time_unit(&c).to_seconds())
-            .collect::<Vec<_>>();
+        let printed = candidates::values(&table, column);
+        let scale = time_unit(&c).to_seconds();
+        let resolution = evidence::resolution(&printed, scale);
+        let totals = printed.iter().map(|v| v * scale).collect::<Vec<_>>();
         clocks.push(Clock {
             name: format!("'{c}' differenced"),
             kind: ClockKind::Elapsed,
             column: Some(column),
             values: candidates::differenced(&totals, &steps),
         });
-        references.push(Reference::new(format!("'{c}'"), totals, &steps));
+        references.push(Reference::new(format!("'{c}'"), totals, resolution, &steps));
     }
     // A logged time's running figure (`time 0.2371 (0.2627)`, timm's `Time: 0.689s (1.177s)`), read
     // as a mean since its epoch began (or, with no epoch counter, since its launch began) times the
@@ -558,12 +559,19 @@ pub(super) fn read(
         let Some(mean) = columns.iter().find(|n| n.starts_with(&companion)) else {
             continue;
         };
-        let means: Vec<f64> = candidates::values(&table, index(&table, mean))
-            .iter()
-            .map(|v| v * time_unit(mean).to_seconds())
-            .collect();
+        let printed = candidates::values(&table, index(&table, mean));
+        let scale = time_unit(mean).to_seconds();
+        let means: Vec<f64> = printed.iter().map(|v| v * scale).collect();
         let counts = candidates::counts_so_far(&table, epoch_counter, &steps);
         let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
+        // A mean's rounding is multiplied by the steps it is over; its total is as fine as its
+        // last row's.
+        let resolution = evidence::resolution(&printed, scale)
+            * counts
+                .iter()
+                .copied()
+                .filter(|n| n.is_finite())
+                .fold(1.0, f64::max);
         references.push(Reference::new(
             format!(
                 "'{mean}' as a running mean since the {} began",
@@ -574,6 +582,7 @@ pub(super) fn read(
                 }
             ),
             totals,
+            resolution,
             &steps,
         ));
     }

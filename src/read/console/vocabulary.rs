@@ -268,6 +268,13 @@ impl Vocabulary {
                     && key.as_bytes()[key.len() - name.len() - 1] == b'_'
                     && section_key(key, name))
             {
+                // A batch counted in tokens (nanochat's `Tokens / micro-batch: 262,144`) is no count of
+                // samples: it says nothing a step's samples could be derived from.
+                if matches!(fact, Fact::GlobalBatch | Fact::MicroBatch)
+                    && key.split('_').any(|w| w == "tokens" || w == "token")
+                {
+                    return None;
+                }
                 return Some(*fact);
             }
         }
@@ -394,6 +401,7 @@ mod tests {
             Some(Fact::DevicesPerNode)
         );
         assert_eq!(v.fact("global_batch_size", None), Some(Fact::GlobalBatch));
+        assert_eq!(v.fact("tokens_micro_batch", None), None);
         assert_eq!(v.fact("max_position_embeddings", None), None);
         assert_eq!(v.fact("data_max_seq_len", None), Some(Fact::SeqLen));
     }
