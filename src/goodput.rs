@@ -387,7 +387,82 @@ pub fn measure(rows: &[Row]) -> Goodput {
     out.device_hours_lost = median(&mut devices)
         .zip(elapsed)
         .map(|(n, e)| n * (e - productive) / 3600.0);
+    no_impossible_figure(&mut out);
     out
+}
+
+/// Leaves empty, with a note naming the evidence that conflicts, every figure that cannot be: a
+/// negative time, goodput outside [0, 1] (productive time beyond the elapsed time the steps were
+/// inside), negative device-hours lost, MFU above 1. Each is a defect of the reading (clocks of
+/// machines that disagree, attempts that overlap in time, a FLOPs count or peak that is wrong), never
+/// a figure to print.
+fn no_impossible_figure(out: &mut Goodput) {
+    // A thousandth of a second a second of rounding is no conflict.
+    let slack = |of: f64| 1e-9 * of.abs().max(1.0);
+    let elapsed = out.elapsed_s.unwrap_or(0.0);
+    let mut notes = Vec::new();
+    for (name, value) in [
+        ("elapsed_s", &mut out.elapsed_s),
+        ("productive_s", &mut out.productive_s),
+        ("wasted_progress_s", &mut out.wasted_progress_s),
+        ("recovery_s", &mut out.recovery_s),
+        ("startup_s", &mut out.startup_s),
+        ("pause_s", &mut out.pause_s),
+        ("pause_evaluation_s", &mut out.pause_evaluation_s),
+        ("pause_checkpoint_s", &mut out.pause_checkpoint_s),
+        ("other_s", &mut out.other_s),
+        ("ideal_step_time_s", &mut out.ideal_step_time_s),
+        ("straggler_s", &mut out.straggler_s),
+    ] {
+        if let Some(v) = *value {
+            if !v.is_finite() || v < -slack(elapsed) {
+                notes.push(format!(
+                    "{name} {v} s is impossible (a negative or non-finite time): the log's clocks conflict; left empty"
+                ));
+                *value = None;
+            } else if v < 0.0 {
+                *value = Some(0.0);
+            }
+        }
+    }
+    if let Some(g) = out.goodput {
+        if !g.is_finite() || g < 0.0 || g > 1.0 + slack(1.0) {
+            notes.push(format!(
+                "goodput {g:.6} is outside [0, 1]: {} s productive against {} s elapsed (first step's start to last step's end), so the log's clocks conflict; left empty",
+                out.productive_s.map_or("no".into(), |p| format!("{p:.3}")),
+                out.elapsed_s.map_or("no".into(), |e| format!("{e:.3}")),
+            ));
+            out.goodput = None;
+            out.mfu_effective = None;
+            out.device_hours_lost = None;
+        } else if g > 1.0 {
+            out.goodput = Some(1.0);
+        }
+    }
+    if out.elapsed_s.is_none() || out.productive_s.is_none() {
+        out.goodput = None;
+    }
+    if let Some(h) = out
+        .device_hours_lost
+        .filter(|h| !h.is_finite() || *h < -slack(1.0))
+    {
+        notes.push(format!(
+            "device_hours_lost {h:.6} is negative: the productive time exceeds the elapsed time; left empty"
+        ));
+        out.device_hours_lost = None;
+    }
+    for (name, value) in [
+        ("mfu_productive", &mut out.mfu_productive),
+        ("mfu_effective", &mut out.mfu_effective),
+    ] {
+        if let Some(m) = value.filter(|m| !m.is_finite() || *m < 0.0 || *m > 1.0) {
+            notes.push(format!(
+                "{name} {m:.4} is impossible (MFU above 1 or negative): the FLOPs count, the device's peak or the productive time is wrong; left empty"
+            ));
+            *value = None;
+        }
+    }
+    out.notes.extend(notes);
 }
 
 #[cfg(test)]
@@ -505,6 +580,40 @@ mod tests {
         assert!(close(g.elapsed_s, 200.0 + 30.0));
         assert!(close(g.productive_s, 120.0));
         assert!(close(g.wasted_progress_s, 80.0));
+    }
+
+    #[test]
+    fn attempts_that_overlap_in_time_give_no_goodput_above_one() {
+        // A relaunch on a machine whose clock is 300 s behind: its rows are logged "before" the first
+        // attempt ended, so the steps inside the run take longer than the run itself.
+        let mut rows = timeline(&[(1..=100, 0.0), (101..=200, 0.0)], 2.0, 0.0, &[]);
+        for row in &mut rows[100..] {
+            row.wall_time = row.wall_time.map(|w| w - 300.0);
+            row.restart = row.step == Some(101.0);
+        }
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 2);
+        assert_eq!(g.goodput, None, "{g:?}");
+        assert_eq!(g.device_hours_lost, None);
+        assert_eq!(g.mfu_effective, None);
+        assert!(
+            g.notes.iter().any(|n| n.contains("is outside [0, 1]")),
+            "{:?}",
+            g.notes
+        );
+        // MFU above 1 (a FLOPs count 10x too high) is left empty and said.
+        let mut rows = timeline(&[(1..=50, 0.0)], 2.0, 0.0, &[]);
+        for row in &mut rows {
+            row.flops = Some(10.0 * 8.0 * 1000.0 * 2.0);
+        }
+        let g = measure(&rows);
+        assert_eq!(g.mfu_productive, None);
+        assert!(close(g.goodput, 1.0), "{g:?}");
+        assert!(
+            g.notes.iter().any(|n| n.contains("mfu_productive")),
+            "{:?}",
+            g.notes
+        );
     }
 
     #[test]

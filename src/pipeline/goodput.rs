@@ -83,12 +83,24 @@ fn normalised(name: &str) -> String {
 /// The wall times of `df`'s rows in seconds since the epoch, and the column they came from: a numeric
 /// column in seconds (milliseconds where its values are past the year 5000 in seconds), a datetime
 /// column, or text timestamps.
-pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64>>)>> {
+///
+/// A column is a clock only where the evidence says so: the column the step times come from (a `time`
+/// that is each step's duration) is none, and neither is a number column whose values go back between
+/// more than a tenth of its rows (durations, not a clock): such a column is passed over, and said so in
+/// `refused`, where goodput 1.003 and MFU 33,700% would otherwise come of it.
+pub fn wall_times(df: &DataFrame, step_time_column: Option<&str>) -> PolarsResult<WallTimes> {
+    let mut refused = Vec::new();
     for wanted in WALL_TIME_COLUMNS {
         let Some(column) = df.columns().iter().find(|c| normalised(c.name()) == wanted) else {
             continue;
         };
         let name = column.name().to_string();
+        if step_time_column == Some(name.as_str()) {
+            refused.push(format!(
+                "'{name}' is the step times' column, not a clock: not used as the wall time"
+            ));
+            continue;
+        }
         let values: Vec<Option<f64>> = match column.dtype() {
             DataType::String => column
                 .str()?
@@ -112,6 +124,15 @@ pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64
                     column.cast(&DataType::Float64)?.f64()?.iter().collect();
                 // Seconds past the year 5000 are milliseconds.
                 let milliseconds = values.iter().flatten().any(|v| *v > 1e11);
+                let present: Vec<f64> = values.iter().flatten().copied().collect();
+                let back = present.windows(2).filter(|w| w[1] < w[0]).count();
+                let pairs = present.len().saturating_sub(1);
+                if pairs > 0 && back * 10 > pairs {
+                    refused.push(format!(
+                        "'{name}' goes back between {back} of its {pairs} pairs of rows: durations, not a clock; not used as the wall time"
+                    ));
+                    continue;
+                }
                 values
                     .into_iter()
                     .map(|v| v.map(|v| if milliseconds { v / 1e3 } else { v }))
@@ -120,10 +141,23 @@ pub fn wall_times(df: &DataFrame) -> PolarsResult<Option<(String, Vec<Option<f64
             _ => continue,
         };
         if values.iter().any(Option::is_some) {
-            return Ok(Some((name, values)));
+            return Ok(WallTimes {
+                found: Some((name, values)),
+                refused,
+            });
         }
     }
-    Ok(None)
+    Ok(WallTimes {
+        found: None,
+        refused,
+    })
+}
+
+/// The wall times [`wall_times`] found, and the columns it passed over as no clock (why, for the notes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WallTimes {
+    pub found: Option<(String, Vec<Option<f64>>)>,
+    pub refused: Vec<String>,
 }
 
 /// The goodput of every run over `loaded` (each input with its display name): the key column names and
@@ -144,7 +178,13 @@ pub fn goodput_runs(
     let mut clock_timed = vec![false; loaded.len()];
     // Each run's rows by input (the input's index, its rows), the column its wall times came from, and
     // its inputs.
-    type Gathered = (Vec<(usize, Vec<Row>)>, Option<String>, Vec<String>);
+    // and the columns passed over as no clock.
+    type Gathered = (
+        Vec<(usize, Vec<Row>)>,
+        Option<String>,
+        Vec<String>,
+        Vec<String>,
+    );
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     for (input, ((display, l), group)) in loaded.iter().zip(groups).enumerate() {
@@ -158,7 +198,17 @@ pub fn goodput_runs(
         };
         let file_key = vec![Some(l.argument.clone())];
         let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
-        let (wall_column, walls) = match wall_times(df).map_err(combine)? {
+        let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
+            FieldSource::Column {
+                name,
+                cumulative: false,
+                ..
+            } => Some(name.as_str()),
+            _ => None,
+        };
+        let found = wall_times(df, step_time_column).map_err(combine)?;
+        let refused = found.refused;
+        let (wall_column, walls) = match found.found {
             Some((name, values)) => (Some(name), values),
             None => (None, vec![None; df.height()]),
         };
@@ -226,7 +276,7 @@ pub fn goodput_runs(
                 _ => {
                     let at = *index.entry(key.clone()).or_insert_with(|| {
                         order.push(key.clone());
-                        runs.push((Vec::new(), None, Vec::new()));
+                        runs.push((Vec::new(), None, Vec::new(), Vec::new()));
                         runs.len() - 1
                     });
                     current = Some((key, at));
@@ -268,12 +318,17 @@ pub fn goodput_runs(
             if !entry.2.contains(display) {
                 entry.2.push(display.clone());
             }
+            for note in &refused {
+                if !entry.3.contains(note) {
+                    entry.3.push(note.clone());
+                }
+            }
         }
     }
     let measured = order
         .into_iter()
         .zip(runs)
-        .map(|(keys, (mut chunks, wall_time_column, sources))| {
+        .map(|(keys, (mut chunks, wall_time_column, sources, refused))| {
             // The run's files in order of their first wall time (those without one after, as read);
             // each file after the first starts an attempt.
             chunks.sort_by(|a, b| {
@@ -325,6 +380,7 @@ pub fn goodput_runs(
                 });
             }
             let mut goodput = measure(&rows);
+            goodput.notes.extend(refused);
             if sources.iter().any(|s| s.ends_with(HF_TRAINER_STATE)) {
                 goodput.notes.push(format!(
                     "{HF_TRAINER_STATE} is reloaded from the checkpoint when a run resumes: it holds the kept steps only, so relaunches, wasted progress and time down cannot be seen in it"
@@ -410,20 +466,35 @@ mod tests {
     fn wall_times_from_seconds_milliseconds_datetimes_and_text() {
         let df = df!("step" => [1, 2], "_timestamp" => [1.7e9, 1.7e9 + 2.0]).unwrap();
         assert_eq!(
-            wall_times(&df).unwrap(),
+            wall_times(&df, None).unwrap().found,
             Some(("_timestamp".into(), vec![Some(1.7e9), Some(1.7e9 + 2.0)]))
         );
         let df = df!("Time" => [1.7e12, 1.7e12 + 500.0]).unwrap();
         assert_eq!(normalised("Wall time"), "wall_time");
         assert_eq!(normalised("_timestamp"), "timestamp");
         assert_eq!(
-            wall_times(&df).unwrap().unwrap().1,
+            wall_times(&df, None).unwrap().found.unwrap().1,
             vec![Some(1.7e9), Some(1.7e9 + 0.5)]
         );
         let df = df!("timestamp" => ["2026-01-02 03:04:05", "2026-01-02 03:04:07.5"]).unwrap();
-        let (_, values) = wall_times(&df).unwrap().unwrap();
+        let (_, values) = wall_times(&df, None).unwrap().found.unwrap();
         assert_eq!(values[1].unwrap() - values[0].unwrap(), 2.5);
         let df = df!("step" => [1, 2]).unwrap();
-        assert_eq!(wall_times(&df).unwrap(), None);
+        assert_eq!(wall_times(&df, None).unwrap().found, None);
+    }
+
+    #[test]
+    fn a_duration_column_is_no_clock() {
+        // `time` holding each step's seconds: it goes back half the time.
+        let df = df!("step" => [1, 2, 3, 4, 5], "time" => [2.1, 1.9, 2.0, 1.8, 2.2]).unwrap();
+        let w = wall_times(&df, None).unwrap();
+        assert_eq!(w.found, None);
+        assert!(w.refused[0].contains("durations, not a clock"), "{w:?}");
+        // The step times' own column is none either, however it moves; a clock after it is taken.
+        let df = df!("time" => [1.0, 2.0, 3.0], "datetime" => [1.7e9, 1.7e9 + 2.0, 1.7e9 + 4.0])
+            .unwrap();
+        let w = wall_times(&df, Some("time")).unwrap();
+        assert_eq!(w.found.as_ref().unwrap().0, "datetime");
+        assert!(w.refused[0].contains("the step times' column"), "{w:?}");
     }
 }
