@@ -12,6 +12,7 @@ mod cmd_peaks;
 mod cmd_plot;
 mod cmd_summary;
 mod console;
+mod evidence;
 mod faults;
 mod fidelity;
 mod flops;

@@ -55,7 +55,18 @@ pub struct RunGoodput {
 /// lower case with every run of other characters than letters and digits one `_`, trimmed: the
 /// readers' own `wall_time` (TensorBoard, MLflow, DVCLive, console timestamps) and TensorBoard's CSV
 /// export's `Wall time`, W&B's `_timestamp`, then the names other exports use.
-pub const WALL_TIME_COLUMNS: [&str; 4] = ["wall_time", "timestamp", "time", "datetime"];
+/// Last, a console log's `log_clock_s`: its lines' timestamps where they have no date (seconds since
+/// the first line), a clock within one file only.
+pub const WALL_TIME_COLUMNS: [&str; 5] = [
+    "wall_time",
+    "timestamp",
+    "time",
+    "datetime",
+    LOG_CLOCK_COLUMN,
+];
+
+/// A console log's clock where its timestamps have no date: seconds since its first line.
+const LOG_CLOCK_COLUMN: &str = "log_clock_s";
 
 /// The column of a run's own clock, seconds its processes have run, carried on across a resume: W&B's
 /// `_runtime` (a resumed run starts at the runtime the last process reached).
@@ -328,7 +339,7 @@ pub fn goodput_runs(
     let measured = order
         .into_iter()
         .zip(runs)
-        .map(|(keys, (mut chunks, wall_time_column, sources, refused))| {
+        .map(|(keys, (mut chunks, wall_time_column, sources, mut refused))| {
             // The run's files in order of their first wall time (those without one after, as read);
             // each file after the first starts an attempt.
             chunks.sort_by(|a, b| {
@@ -340,6 +351,17 @@ pub fn goodput_runs(
                     (None, None) => std::cmp::Ordering::Equal,
                 }
             });
+            // Undated timestamps (seconds since each file's first line) put no two files on one
+            // clock: where a run has several, its elapsed time is not measured.
+            if wall_time_column.as_deref() == Some(LOG_CLOCK_COLUMN) && chunks.len() > 1 {
+                for (_, rows) in &mut chunks {
+                    rows.iter_mut().for_each(|r| r.wall_time = None);
+                }
+                refused.push(format!(
+                    "the lines' timestamps have no date ('{LOG_CLOCK_COLUMN}', seconds since each file's first line): the run's {} files cannot be put on one clock",
+                    chunks.len()
+                ));
+            }
             let mut chunks = chunks.into_iter();
             let mut rows = chunks.next().map(|(_, rows)| rows).unwrap_or_default();
             for (input, mut chunk) in chunks {

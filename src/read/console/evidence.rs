@@ -61,8 +61,19 @@ impl Reference {
     /// `resolution` seconds ([`resolution`]).
     pub(super) fn new(name: String, totals: Vec<f64>, resolution: f64, steps: &Steps) -> Reference {
         let min_span = SPAN_IN_RESOLUTIONS * resolution;
-        let mut spans = Vec::new();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
         let mut start: Option<usize> = None;
+        // The last row after `start` too close to it to end a span: at the end of a launch (or of
+        // the log) it joins the span before, so that the last rows have a step time too.
+        let mut tail: Option<usize> = None;
+        let join_tail =
+            |spans: &mut Vec<(usize, usize)>, start: Option<usize>, tail: Option<usize>| {
+                if let (Some(last), Some(s), Some(t)) = (spans.last_mut(), start, tail) {
+                    if last.1 == s && t > s {
+                        last.1 = t;
+                    }
+                }
+            };
         for row in 0..totals.len() {
             let usable = totals[row].is_finite() && steps.step[row].is_finite();
             if !usable {
@@ -70,14 +81,24 @@ impl Reference {
             }
             match start {
                 Some(s) if steps.segment[s] == steps.segment[row] && totals[row] >= totals[s] => {
-                    if totals[row] - totals[s] > min_span && steps.step[row] > steps.step[s] {
-                        spans.push((s, row));
-                        start = Some(row);
+                    if steps.step[row] > steps.step[s] {
+                        if totals[row] - totals[s] > min_span {
+                            spans.push((s, row));
+                            start = Some(row);
+                            tail = None;
+                        } else {
+                            tail = Some(row);
+                        }
                     }
                 }
-                _ => start = Some(row),
+                _ => {
+                    join_tail(&mut spans, start, tail);
+                    start = Some(row);
+                    tail = None;
+                }
             }
         }
+        join_tail(&mut spans, start, tail);
         let mut lengths: Vec<f64> = spans.iter().map(|(a, b)| totals[*b] - totals[*a]).collect();
         lengths.sort_by(f64::total_cmp);
         let upper = 1.03
@@ -148,6 +169,9 @@ pub(super) struct Comparison {
     pub(super) median: f64,
     pub(super) over: usize,
     upper: f64,
+    /// The share of the spans or rows that agree on their own: a reading that agrees only at its
+    /// median (a running mean read as a rate, whose ratio climbs through 1) has few.
+    share: f64,
 }
 
 impl Comparison {
@@ -161,6 +185,11 @@ impl Comparison {
         }
         ratios.sort_by(f64::total_cmp);
         let n = ratios.len();
+        let share = ratios
+            .iter()
+            .filter(|r| **r >= 1.0 - TOLERANCE && **r <= upper)
+            .count() as f64
+            / n as f64;
         let median = if n % 2 == 1 {
             ratios[n / 2]
         } else {
@@ -170,7 +199,13 @@ impl Comparison {
             median,
             over: n,
             upper,
+            share,
         })
+    }
+
+    /// The share of the spans or rows that agree on their own.
+    pub(super) fn share(&self) -> f64 {
+        self.share
     }
 
     pub(super) fn agrees(&self) -> bool {
@@ -326,23 +361,45 @@ fn against_reference(clocks: &[Clock], reference: &Reference, steps: &Steps) -> 
                     .is_some_and(|m| m.agrees() && (m.median - 1.0).abs() * 2.0 < off)
         })
         .collect();
-    let agrees = |i: usize| comparisons[i].is_some_and(|c| c.agrees()) && !running_mean[i];
-    if std::env::var_os("MFU_DEBUG_CLOCKS").is_some() {
-        eprintln!(
-            "reference {} spans {}",
-            reference.name,
-            reference.spans.len()
-        );
-        for (c, m) in clocks.iter().zip(&comparisons) {
-            eprintln!(
-                "  {} {:?}: {:?} {:?}",
-                c.name,
-                c.kind,
-                m,
-                &c.values[..c.values.len().min(6)]
-            );
-        }
-    }
+    // Of a logged column's readings (as printed, in another meaning, as a running mean), only the one
+    // the most spans bear out may agree: a running mean read as a rate crosses the reference on its
+    // way up and agrees at its median only, where its reading as a mean agrees on every span.
+    let best_reading: Vec<bool> = clocks
+        .iter()
+        .enumerate()
+        .map(|(i, clock)| {
+            let Some(column) = clock
+                .column
+                .filter(|_| matches!(clock.kind, ClockKind::Logged(_)))
+            else {
+                return true;
+            };
+            let share =
+                |c: Option<Comparison>| c.filter(Comparison::agrees).map_or(0.0, |c| c.share);
+            let mine = share(comparisons[i]);
+            let mut rivals = clocks.iter().enumerate().filter(|(j, other)| {
+                *j != i
+                    && other.column == Some(column)
+                    && matches!(other.kind, ClockKind::Logged(_))
+            });
+            let as_mean = clocks
+                .iter()
+                .find(|c| {
+                    c.column == Some(column) && c.kind == ClockKind::Logged(Meaning::AsPrinted)
+                })
+                .map_or(0.0, |printed| {
+                    share(reference.compare(&unmeaned(&printed.values, steps), steps))
+                });
+            // Ties go to the reading first in order of preference (as printed first).
+            !rivals.any(|(j, _)| {
+                let theirs = share(comparisons[j]);
+                theirs > mine + 0.1 || (j < i && theirs >= mine)
+            }) && as_mean <= mine + 0.1
+        })
+        .collect();
+    let agrees = |i: usize| {
+        comparisons[i].is_some_and(|c| c.agrees()) && !running_mean[i] && best_reading[i]
+    };
     let mut said = Vec::new();
     // A logged figure is taken as printed where that agrees; in another meaning only where its
     // printed value does not.
@@ -627,6 +684,48 @@ mod tests {
             v.said
                 .iter()
                 .any(|l| l.contains("running mean since the launch began")),
+            "{:?}",
+            v.said
+        );
+    }
+
+    #[test]
+    fn a_running_mean_read_as_a_rate_agrees_at_its_median_only_and_is_not_taken() {
+        // Steps of 0.88 s after a first of 7.3 s: the mean since the start falls through 1 / 0.88,
+        // so its inverse, read as a rate of steps, matches the stamps at the median span.
+        let step: Vec<f64> = (1..=49).map(f64::from).collect();
+        let s = steps(&step);
+        let mut wall = vec![7.3; 49];
+        for i in 1..49 {
+            wall[i] = wall[i - 1] + 0.88 * (1.0 + 0.01 * (i % 3) as f64);
+        }
+        let mean: Vec<f64> = (0..49).map(|i| wall[i] / (i as f64 + 1.0)).collect();
+        let r = Reference::new(
+            "the line timestamps".into(),
+            wall.iter().map(|w| w + 1000.0).collect(),
+            0.001,
+            &s,
+        );
+        let rate = clock(
+            "1 / 'time' (a rate of steps)",
+            ClockKind::Logged(Meaning::Rate),
+            Some(1),
+            &mean.iter().map(|m| 1.0 / m).collect::<Vec<_>>(),
+        );
+        assert!(r.compare(&rate.values, &s).is_some_and(|c| c.agrees()));
+        let clocks = vec![
+            clock(
+                "'time' (s)",
+                ClockKind::Logged(Meaning::AsPrinted),
+                Some(1),
+                &mean,
+            ),
+            rate,
+        ];
+        let v = step_time(&clocks, Some(&r), &s);
+        assert_eq!(v.chosen, None, "{:?}", v.said);
+        assert!(
+            v.said.iter().any(|l| l.contains("running mean")),
             "{:?}",
             v.said
         );

@@ -118,12 +118,19 @@ pub(super) fn read(
                     && [" (s)", " (ms)", " (us)"].contains(&unit)
             })
     };
+    // The figure in brackets after a value (`time 0.2371 (0.2627)`, `185.72/s (108.73/s)`) is its
+    // running mean: a clock only as a running total (below), never a step's time or a rate.
+    let running_mean = |c: &str| {
+        c.split_once(super::pairs::BRACKETED)
+            .is_some_and(|(key, _)| columns.iter().any(|other| other == key))
+    };
     let columns_of = |role: Role| -> Vec<String> {
         columns
             .iter()
             .filter(|c| {
                 (role_of(c) == Some(role) || (role == Role::StepTime && bracketed_time(c)))
                     && !stamped.contains(c)
+                    && !running_mean(c)
             })
             .cloned()
             .collect()
@@ -423,7 +430,13 @@ pub(super) fn read(
             let rate = index(&table, &r);
             let rates = candidates::seconds(&table, rate, 1.0);
             let rows = 0..table.height;
-            for scope in [claimed, claimed.other()] {
+            // A rate whose scope its pair decided (their ratio is the device count) is read in that
+            // scope only.
+            let scopes = match paired.iter().find(|(c, _)| *c == rate) {
+                Some((_, decided)) => vec![*decided],
+                None => vec![claimed, claimed.other()],
+            };
+            for scope in scopes {
                 let made: Option<(String, Vec<f64>)> = match (unit, scope) {
                     ("tokens", Scope::Global) => match (line_tokens, &tokens_fact) {
                         // The line's own tokens over its own global rate (fairseq's wpb / wps):
@@ -562,7 +575,29 @@ pub(super) fn read(
         let printed = candidates::values(&table, index(&table, mean));
         let scale = time_unit(mean).to_seconds();
         let means: Vec<f64> = printed.iter().map(|v| v * scale).collect();
-        let counts = candidates::counts_so_far(&table, epoch_counter, &steps);
+        // Trainers reset the mean every epoch (timm, mmcv) or never: of the two origins, the one
+        // whose running total differenced agrees with the line's own figure on the most rows.
+        let own = candidates::seconds(&table, index(&table, &c), time_unit(&c).to_seconds());
+        let origins: Vec<(&str, Option<usize>)> = match epoch_counter {
+            Some(counter) => vec![("epoch", Some(counter)), ("launch", None)],
+            None => vec![("launch", None)],
+        };
+        let (since, counts, _) = origins
+            .into_iter()
+            .map(|(since, counter)| {
+                let counts = candidates::counts_so_far(&table, counter, &steps);
+                let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
+                let share = evidence::compare_rows(&candidates::differenced(&totals, &steps), &own)
+                    .map_or(0.0, |c| c.share());
+                (since, counts, share)
+            })
+            // The epoch's origin, the trainers' habit, unless the launch's is borne out on most
+            // rows and clearly better (a run whose data loader stalls agrees with neither often).
+            .fold(None::<(&str, Vec<f64>, f64)>, |best, next| match best {
+                Some(b) if !(next.2 >= 0.5 && next.2 >= b.2 + 0.25) => Some(b),
+                _ => Some(next),
+            })
+            .expect("at least one origin");
         let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
         // A mean's rounding is multiplied by the steps it is over; its total is as fine as its
         // last row's.
@@ -573,14 +608,7 @@ pub(super) fn read(
                 .filter(|n| n.is_finite())
                 .fold(1.0, f64::max);
         references.push(Reference::new(
-            format!(
-                "'{mean}' as a running mean since the {} began",
-                if epoch_counter.is_some() {
-                    "epoch"
-                } else {
-                    "launch"
-                }
-            ),
+            format!("'{mean}' as a running mean since the {since} began"),
             totals,
             resolution,
             &steps,
