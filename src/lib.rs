@@ -30,4 +30,5 @@ pub mod report;
 pub mod store;
 pub mod summary;
 pub mod values;
+pub mod vision_flops;
 pub mod write;

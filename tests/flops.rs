@@ -230,6 +230,74 @@ fn flops_command_json_and_text() {
 }
 
 #[test]
+fn flops_vision_lists_flops_per_image_and_enrich_takes_them() {
+    let wd = Workdir::new("flops_vision");
+    // Every model, as a table; one family by its name.
+    let all = String::from_utf8(wd.mfu().args(["flops", "--vision"]).ok_stdout()).unwrap();
+    assert!(
+        all.contains("vit_b_16") && all.contains("convnext_tiny"),
+        "{all}"
+    );
+    let resnets =
+        String::from_utf8(wd.mfu().args(["flops", "--vision", "resnet"]).ok_stdout()).unwrap();
+    assert!(
+        resnets.contains("resnet50") && !resnets.contains("wide_resnet50_2"),
+        "{resnets}"
+    );
+    // ResNet-50: torchvision's 4.089 G multiply-accumulates x 2 x 3.
+    let out = wd
+        .mfu()
+        .args(["flops", "--vision", "ResNet-50", "--json"])
+        .ok_stdout();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(1));
+    assert_eq!(v[0]["model"], "resnet50");
+    assert_eq!(v[0]["image_size"], 224);
+    let f = v[0]["flops_per_sample"].as_f64().unwrap();
+    assert!((f - 24.534e9).abs() < 1e3, "{f}");
+    assert!(v[0]["source"].as_str().unwrap().contains("torchvision"));
+    wd.mfu()
+        .args(["flops", "--vision", "no-such-net"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "no vision model named 'no-such-net'",
+        ));
+    // --vision stands alone; without it, a config and a length are needed.
+    wd.mfu()
+        .args(["flops", "--vision", "resnet50", "--seq-len", "8"])
+        .assert()
+        .code(2);
+    wd.mfu().args(["flops"]).assert().code(2);
+    // The figure into enrich: 256 images a step at 0.5 s on 8 A100s.
+    let log = wd.create(
+        "train.csv",
+        "step,step_time,samples,num_devices\n1,0.5,256,8\n2,0.5,256,8\n",
+    );
+    let csv = String::from_utf8(
+        wd.mfu()
+            .arg("enrich")
+            .arg(&log)
+            .args([
+                "-o",
+                "-",
+                "--device",
+                "NVIDIA A100-SXM4-80GB",
+                "--dtype",
+                "bf16",
+            ])
+            .args(["--flops-per-sample", &f.to_string()])
+            .ok_stdout(),
+    )
+    .unwrap();
+    let rows = crate::util::csv_rows(&csv);
+    let mfu: f64 = rows[0]["mfu_wall_clock"].parse().unwrap();
+    let want = 256.0 / 0.5 * 24.534e9 / 8.0 / 312e12;
+    assert!((mfu - want).abs() < 1e-9, "{mfu} {want}");
+    assert_eq!(rows[0]["samples_per_second"], "512.0");
+}
+
+#[test]
 fn enrich_fills_flops_per_token_from_the_config() {
     let wd = Workdir::new("flops_enrich");
     wd.create(

@@ -1,4 +1,5 @@
-//! `mfu flops`: FLOPs per token from a model configuration.
+//! `mfu flops`: FLOPs per token from a model configuration, and FLOPs per sample of common vision
+//! models.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use serde::Serialize;
 
 use mfu::conventions::{self, ConventionOptions, Terms};
 use mfu::flops::{flops_per_token, MlpKind, ModelConfig};
+use mfu::vision_flops::{self, VisionModel};
 
 use super::{AttentionArg, RecomputeArg};
 
@@ -25,20 +27,31 @@ use super::{AttentionArg, RecomputeArg};
 /// MaxText, Levanter, PaLM, Kaplan, Chinchilla): its FLOPs per token, the ratio to mfu's, and the terms
 /// behind the gap (docs/flops.md).
 ///
+/// With --vision, FLOPs per image of common vision models for --flops-per-sample: torchvision's published
+/// multiply-accumulates of each model's default weights at the image size given, x 6 (a multiply and an
+/// add, forward and backward).
+///
 /// Examples:
 ///   mfu flops --config config.json --seq-len 4096
 ///   mfu flops --config config.json --seq-len 8192 --attention causal --recompute full --json
 ///   mfu flops --config config.json --seq-len 4096 --compare
+///   mfu flops --vision
+///   mfu flops --vision resnet50
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct FlopsArgs {
     /// The model's config.json.
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "vision")]
+    pub config: Option<PathBuf>,
 
     /// Training sequence length in tokens.
-    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..))]
-    pub seq_len: u64,
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..), required_unless_present = "vision")]
+    pub seq_len: Option<u64>,
+
+    /// FLOPs per image of common vision models (all of them, or those a name gives: `resnet50`, `vit`),
+    /// for --flops-per-sample.
+    #[arg(long, value_name = "MODEL", num_args = 0..=1, default_missing_value = "", conflicts_with_all = ["config", "seq_len", "compare"])]
+    pub vision: Option<String>,
 
     /// How attention score FLOPs are counted.
     #[arg(long, value_enum, default_value_t = AttentionArg::Full)]
@@ -72,13 +85,20 @@ struct FlopsJson {
 }
 
 pub fn run(args: &FlopsArgs) -> anyhow::Result<ExitCode> {
-    let config = ModelConfig::from_file(&args.config)?;
+    if let Some(name) = &args.vision {
+        return vision(name, args.json);
+    }
+    // clap requires both without --vision.
+    let (Some(config), Some(seq_len)) = (&args.config, args.seq_len) else {
+        anyhow::bail!("--config and --seq-len are needed (or --vision)");
+    };
+    let config = ModelConfig::from_file(config)?;
     if args.compare {
-        return compare(args, &config);
+        return compare(args, &config, seq_len);
     }
     let b = flops_per_token(
         &config,
-        args.seq_len,
+        seq_len,
         args.attention.into(),
         args.recompute.into(),
     )?;
@@ -116,7 +136,7 @@ pub fn run(args: &FlopsArgs) -> anyhow::Result<ExitCode> {
             AttentionArg::Full => "full",
             AttentionArg::Causal => "causal",
         },
-        args.seq_len
+        seq_len
     )?;
     writeln!(
         out,
@@ -139,11 +159,11 @@ pub fn run(args: &FlopsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `mfu flops --compare`: a row per convention, its terms beside mfu's.
-fn compare(args: &FlopsArgs, config: &ModelConfig) -> anyhow::Result<ExitCode> {
+fn compare(args: &FlopsArgs, config: &ModelConfig, seq_len: u64) -> anyhow::Result<ExitCode> {
     let options = ConventionOptions {
         megatron_vocab_multiple: args.megatron_vocab_multiple,
     };
-    let rows = conventions::compare(config, args.seq_len, &options)?;
+    let rows = conventions::compare(config, seq_len, &options)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &rows)?;
@@ -185,7 +205,64 @@ fn compare(args: &FlopsArgs, config: &ModelConfig) -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "(S = {}; the gap is each term of the convention minus mfu's, FLOPs per token; docs/flops.md)",
-        args.seq_len
+        seq_len
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct VisionJson<'a> {
+    #[serde(flatten)]
+    model: &'a VisionModel,
+    flops_per_sample: f64,
+}
+
+/// `mfu flops --vision [NAME]`: the table, or the models a name gives.
+fn vision(name: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let models = vision_flops::find(name);
+    if models.is_empty() {
+        anyhow::bail!(
+            "no vision model named '{name}' in the table; `mfu flops --vision` lists them all (docs/flops.md says how to count another)"
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        let rows: Vec<VisionJson> = models
+            .iter()
+            .map(|m| VisionJson {
+                model: m,
+                flops_per_sample: m.flops_per_sample(),
+            })
+            .collect();
+        serde_json::to_writer(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let header = [
+        "model",
+        "weights",
+        "image",
+        "params",
+        "forward GMACs",
+        "--flops-per-sample",
+    ];
+    let table: Vec<Vec<String>> = models
+        .iter()
+        .map(|m| {
+            vec![
+                m.model.clone(),
+                m.weights.clone(),
+                format!("{0}x{0}", m.image_size),
+                format!("{:.1}M", m.params as f64 / 1e6),
+                format!("{}", m.gmacs),
+                sci(m.flops_per_sample()),
+            ]
+        })
+        .collect();
+    write!(out, "{}", super::aligned_table(&header, &table))?;
+    writeln!(
+        out,
+        "(torchvision's multiply-accumulates per image x 6: a multiply and an add, forward and backward; at another image size, scale by the pixels; docs/flops.md)"
     )?;
     Ok(ExitCode::SUCCESS)
 }
