@@ -107,9 +107,17 @@ impl Launches {
         }
     }
 
-    /// The facts of row `row`'s launch.
-    pub(super) fn at(&self, row: usize) -> &ConfigFacts {
-        &self.configs[self.of_row[row]]
+    /// Whether every launch with rows says so: once a launch, not once a row (a fact's lookup hashes
+    /// its name, and a log has millions of rows).
+    pub(super) fn every(&self, says: impl Fn(&ConfigFacts) -> bool) -> bool {
+        let mut has_rows = vec![false; self.configs.len()];
+        for k in &self.of_row {
+            has_rows[*k] = true;
+        }
+        self.configs
+            .iter()
+            .zip(has_rows)
+            .all(|(config, rows)| !rows || says(config))
     }
 
     /// The value each row's launch gives (NaN where it gives none).

@@ -592,9 +592,15 @@ pub(super) fn read(
                 (since, counts, share)
             })
             // The epoch's origin, the trainers' habit, unless the launch's is borne out on most
-            // rows and clearly better (a run whose data loader stalls agrees with neither often).
+            // rows and misses at most half as many (a run whose data loader stalls agrees with
+            // neither often; a mean since the launch agrees with the epoch's reading only where the
+            // slow first steps have faded from it).
             .fold(None::<(&str, Vec<f64>, f64)>, |best, next| match best {
-                Some(b) if !(next.2 >= 0.5 && next.2 >= b.2 + 0.25) => Some(b),
+                Some(b)
+                    if !(next.2 >= 0.5 && next.2 > b.2 && (1.0 - next.2) * 2.0 <= 1.0 - b.2) =>
+                {
+                    Some(b)
+                }
                 _ => Some(next),
             })
             .expect("at least one origin");
@@ -692,9 +698,8 @@ pub(super) fn read(
         })
         .map(|c| index(&table, c))
         .collect();
-    let stated_in_every_launch = |stated: &dyn Fn(&super::facts::ConfigFacts) -> bool| {
-        (0..table.height).all(|row| stated(launches.at(row)))
-    };
+    let stated_in_every_launch =
+        |stated: &dyn Fn(&super::facts::ConfigFacts) -> bool| launches.every(stated);
     let (samples_stated, tokens_stated) = (
         stated_in_every_launch(&|c| c.samples_per_step_stated()),
         line_tokens.is_some() || stated_in_every_launch(&|c| c.tokens_per_step_stated()),
@@ -1080,9 +1085,9 @@ fn steady_count(
             if products.len() < 2 {
                 return None;
             }
-            let mut sorted = products.clone();
-            sorted.sort_by(f64::total_cmp);
-            let median = sorted[sorted.len() / 2];
+            let mut scratch = products.clone();
+            let middle = scratch.len() / 2;
+            let median = evidence::nth(&mut scratch, middle);
             let within = products
                 .iter()
                 .filter(|p| ((**p - median) / median).abs() <= 0.005)
