@@ -955,10 +955,7 @@ fn resolve_pairs(values: &FieldValues, resolver: &Resolver) -> (Vec<Resolved>, P
 /// above 1 stay as written (and are flagged as impossible where they are used).
 pub fn read_logged_percentages(values: &mut FieldValues, resolver: &Resolver) {
     let n = values.height;
-    let median = |mut v: Vec<f64>| -> Option<f64> {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
+    let median = |mut v: Vec<f64>| crate::stats::upper_middle(&mut v);
     let logged: Vec<Option<f64>> = (0..n)
         .map(|row| {
             values

@@ -26,6 +26,8 @@
 //! of its step(s); a row logged every k steps covers k steps (`span`). docs/goodput.md has the rules
 //! side by side with Google's goodput and Meta's effective training time.
 
+use crate::stats::median;
+
 /// What a log says happened just before one of its rows (a console log's lines between two step
 /// lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,23 +111,6 @@ pub struct Goodput {
     pub unseen_s: f64,
     /// What could not be measured, and why; what the log's clocks got wrong.
     pub notes: Vec<String>,
-}
-
-/// The median of `values` (reordered in place, in linear time); `None` when empty.
-pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let (below, middle, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
-    let middle = *middle;
-    Some(if n % 2 == 1 {
-        middle
-    } else {
-        // The largest of the lower half is the other middle value.
-        let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lower + middle) / 2.0
-    })
 }
 
 /// The ideal step time of `times` (Google's rule: the mean of those within median + 3 MAD) and that
@@ -617,11 +602,7 @@ mod tests {
     }
 
     #[test]
-    fn medians_of_odd_and_even_counts() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&mut [5.0]), Some(5.0));
-        assert_eq!(median(&mut []), None);
+    fn the_ideal_step_time_is_googles_rule() {
         // Google's rule: 1, 1, 1, 2, 10: median 1, MAD 0, so the mean of the three 1s.
         assert_eq!(
             ideal_step_time(&[1.0, 10.0, 1.0, 2.0, 1.0]),

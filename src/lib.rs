@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod plot;
 pub mod read;
 pub mod report;
+pub mod stats;
 pub mod store;
 pub mod summary;
 pub mod values;

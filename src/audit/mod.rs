@@ -221,7 +221,7 @@ pub struct Audit {
 /// The median of the finite `values` (goodput's, in linear time).
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.retain(|v| v.is_finite());
-    crate::goodput::median(&mut values)
+    crate::stats::median(&mut values)
 }
 
 fn positive(v: Option<f64>) -> Option<f64> {

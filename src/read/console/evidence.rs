@@ -13,6 +13,7 @@
 //! says so), and two that disagree give no step time at all.
 
 use super::candidates::{differenced, Clock, ClockKind, Meaning, Steps};
+use crate::stats::{median, upper_middle};
 
 /// How far a clock may be from another and still agree with it (on the median of their ratios).
 pub(super) const TOLERANCE: f64 = 0.10;
@@ -25,11 +26,10 @@ const SPAN_IN_RESOLUTIONS: f64 = 20.0;
 /// most six), in the clock's own unit, times `scale` (seconds per unit). A running total in minutes
 /// printed to two decimals (nanochat's `total time: 161.08m`) moves in steps of 0.6 s.
 pub(super) fn resolution(printed: &[f64], scale: f64) -> f64 {
-    let finite: Vec<f64> = printed.iter().copied().filter(|v| v.is_finite()).collect();
     let places = (0..=6)
         .find(|d| {
             let m = 10f64.powi(*d);
-            finite.iter().all(|v| {
+            printed.iter().filter(|v| v.is_finite()).all(|v| {
                 let x = v * m;
                 // Within a thousandth of the quantum: a timestamp of 1.7e9 s to the millisecond is
                 // stored to about 2e-7 s.
@@ -38,32 +38,6 @@ pub(super) fn resolution(printed: &[f64], scale: f64) -> f64 {
         })
         .unwrap_or(6);
     10f64.powi(-places) * scale
-}
-
-/// The value at `index` of `values` once sorted, in linear time (`select_nth_unstable`: a log of
-/// millions of rows has medians of millions of ratios; sorting each cost a quarter of the reading).
-pub(super) fn nth(values: &mut [f64], index: usize) -> f64 {
-    let (_, v, _) = values.select_nth_unstable_by(index, f64::total_cmp);
-    *v
-}
-
-/// The median of `values`: the mean of the middle two of an even count; None for none.
-pub(super) fn median(values: &mut [f64]) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let upper = nth(values, n / 2);
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    // After the selection, the lower middle is the largest of the values before it.
-    let lower = values[..n / 2]
-        .iter()
-        .copied()
-        .max_by(f64::total_cmp)
-        .unwrap_or(upper);
-    Some((lower + upper) / 2.0)
 }
 
 /// A covering clock: its running values (a timestamp, a running total) in seconds.
@@ -126,10 +100,8 @@ impl Reference {
         }
         join_tail(&mut spans, start, tail);
         let mut lengths: Vec<f64> = spans.iter().map(|(a, b)| totals[*b] - totals[*a]).collect();
-        let middle = lengths.len() / 2;
         let upper = 1.03
-            + (!lengths.is_empty())
-                .then(|| nth(&mut lengths, middle))
+            + upper_middle(&mut lengths)
                 .filter(|l| *l > 0.0)
                 .map_or(0.0, |l| resolution / l);
         Reference {
@@ -294,12 +266,7 @@ fn unmeaned(values: &[f64], steps: &Steps) -> Vec<f64> {
             .copied()
             .filter(|d| d.is_finite())
             .collect();
-        let middle = deltas.len() / 2;
-        let delta = if deltas.is_empty() {
-            1.0
-        } else {
-            nth(&mut deltas, middle)
-        };
+        let delta = upper_middle(&mut deltas).unwrap_or(1.0);
         let first = steps.step[row];
         for o in &mut origin[row..end] {
             *o = first - delta.min(first);
@@ -313,11 +280,13 @@ fn unmeaned(values: &[f64], steps: &Steps) -> Vec<f64> {
 }
 
 /// What an overruled logged figure is, from how it compares with the reference.
+/// `as_mean`: how the figure read as a running mean since its launch began compares with the
+/// reference.
 fn overruled_as(
     clock: &Clock,
     comparison: Option<Comparison>,
+    as_mean: Option<Comparison>,
     reference: &Reference,
-    steps: &Steps,
 ) -> String {
     let Some(c) = comparison else {
         return format!(
@@ -325,10 +294,7 @@ fn overruled_as(
             clock.name, reference.name
         );
     };
-    if reference
-        .compare(&unmeaned(&clock.values, steps), steps)
-        .is_some_and(|m| m.agrees())
-    {
+    if as_mean.is_some_and(|m| m.agrees()) {
         return format!(
             "{} is a running mean since the launch began (its mean x the steps so far grows as {} do), not a step's time: not used",
             clock.name, reference.name
@@ -370,20 +336,27 @@ fn against_reference(clocks: &[Clock], reference: &Reference, steps: &Steps) -> 
     // A logged figure that is near the reference, but whose reading as a running mean since its
     // launch began is much nearer (its mean x the steps so far grows as the reference does): a running
     // mean, which agrees only while the run is steady (LiBai's `time: 0.1190` over input stalls).
+    // Each logged figure as printed, read as a running mean since its launch began: compared once.
+    let as_mean: Vec<Option<Comparison>> = clocks
+        .iter()
+        .map(|clock| {
+            (clock.kind == ClockKind::Logged(Meaning::AsPrinted))
+                .then(|| reference.compare(&unmeaned(&clock.values, steps), steps))
+                .flatten()
+        })
+        .collect();
     let running_mean: Vec<bool> = clocks
         .iter()
         .zip(&comparisons)
-        .map(|(clock, printed)| {
+        .zip(&as_mean)
+        .map(|((clock, printed), as_mean)| {
             let Some(printed) =
                 printed.filter(|_| clock.kind == ClockKind::Logged(Meaning::AsPrinted))
             else {
                 return false;
             };
             let off = (printed.median - 1.0).abs();
-            off > 0.03
-                && reference
-                    .compare(&unmeaned(&clock.values, steps), steps)
-                    .is_some_and(|m| m.agrees() && (m.median - 1.0).abs() * 2.0 < off)
+            off > 0.03 && as_mean.is_some_and(|m| m.agrees() && (m.median - 1.0).abs() * 2.0 < off)
         })
         .collect();
     // Of a logged column's readings (as printed, in another meaning, as a running mean), only the one
@@ -407,19 +380,17 @@ fn against_reference(clocks: &[Clock], reference: &Reference, steps: &Steps) -> 
                     && other.column == Some(column)
                     && matches!(other.kind, ClockKind::Logged(_))
             });
-            let as_mean = clocks
+            let mean_share = clocks
                 .iter()
-                .find(|c| {
+                .position(|c| {
                     c.column == Some(column) && c.kind == ClockKind::Logged(Meaning::AsPrinted)
                 })
-                .map_or(0.0, |printed| {
-                    share(reference.compare(&unmeaned(&printed.values, steps), steps))
-                });
+                .map_or(0.0, |printed| share(as_mean[printed]));
             // Ties go to the reading first in order of preference (as printed first).
             !rivals.any(|(j, _)| {
                 let theirs = share(comparisons[j]);
                 theirs > mine + 0.1 || (j < i && theirs >= mine)
-            }) && as_mean <= mine + 0.1
+            }) && mean_share <= mine + 0.1
         })
         .collect();
     let agrees = |i: usize| {
@@ -469,7 +440,7 @@ fn against_reference(clocks: &[Clock], reference: &Reference, steps: &Steps) -> 
                     reference.name
                 ));
             }
-            None => said.push(overruled_as(clock, comparison, reference, steps)),
+            None => said.push(overruled_as(clock, comparison, as_mean[i], reference)),
         }
     }
     // Rates: which scope the evidence bears out.
@@ -612,8 +583,8 @@ fn without_reference(clocks: &[Clock]) -> TimeVerdict {
                         .copied()
                         .filter(|v| v.is_finite())
                         .collect();
-                    let middle = v.len() / 2;
-                    format!("{} (median {:.4} s)", clocks[i].name, nth(&mut v, middle))
+                    let middle = upper_middle(&mut v).unwrap_or(f64::NAN);
+                    format!("{} (median {middle:.4} s)", clocks[i].name)
                 })
                 .collect();
             let conflict = format!(
@@ -712,28 +683,6 @@ mod tests {
             "{:?}",
             v.said
         );
-    }
-
-    #[test]
-    fn medians_in_linear_time_are_the_sorted_ones() {
-        for values in [
-            vec![3.0, 1.0, 2.0],
-            vec![4.0, 1.0, 3.0, 2.0],
-            vec![5.0],
-            vec![2.0, 2.0, 1.0, 9.0, 9.0, 0.5],
-        ] {
-            let mut sorted = values.clone();
-            sorted.sort_by(f64::total_cmp);
-            let n = sorted.len();
-            let want = if n % 2 == 1 {
-                sorted[n / 2]
-            } else {
-                (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-            };
-            assert_eq!(median(&mut values.clone()), Some(want), "{values:?}");
-            assert_eq!(nth(&mut values.clone(), n / 2), sorted[n / 2]);
-        }
-        assert_eq!(median(&mut []), None);
     }
 
     #[test]

@@ -532,21 +532,10 @@ impl ConfigFacts {
         if let Some(product) = self.product(Fact::GlobalBatch, Fact::SeqLen) {
             return Some(product);
         }
-        let micro = self.number(Fact::MicroBatch)?;
-        let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
-        let (ranks, ranks_from) = self.data_parallel_ranks()?;
+        let (samples, words) = self.micro_batches_per_step()?;
         Some((
-            micro * accum * ranks * seq,
-            format!(
-                "{} x {} x {ranks} data-parallel ranks ({ranks_from}) x {}",
-                self.origin(Fact::MicroBatch),
-                if self.number(Fact::GradAccum).is_some() {
-                    self.origin(Fact::GradAccum)
-                } else {
-                    "no gradient accumulation".into()
-                },
-                self.origin(Fact::SeqLen)
-            ),
+            samples * seq,
+            format!("{words} x {}", self.origin(Fact::SeqLen)),
         ))
     }
 
@@ -573,6 +562,12 @@ impl ConfigFacts {
         if let Some(batch) = self.number(Fact::GlobalBatch) {
             return Some((batch, self.origin(Fact::GlobalBatch)));
         }
+        self.micro_batches_per_step()
+    }
+
+    /// The samples of a step from one device's batch: micro-batch x gradient accumulation x
+    /// data-parallel ranks, and where each was read.
+    fn micro_batches_per_step(&self) -> Option<(f64, String)> {
         let micro = self.number(Fact::MicroBatch)?;
         let accum = self.number(Fact::GradAccum).unwrap_or(1.0);
         let (ranks, ranks_from) = self.data_parallel_ranks()?;

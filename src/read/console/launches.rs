@@ -110,14 +110,19 @@ impl Launches {
     /// Whether every launch with rows says so: once a launch, not once a row (a fact's lookup hashes
     /// its name, and a log has millions of rows).
     pub(super) fn every(&self, says: impl Fn(&ConfigFacts) -> bool) -> bool {
+        self.configs
+            .iter()
+            .zip(self.with_rows())
+            .all(|(config, rows)| !rows || says(config))
+    }
+
+    /// Whether each launch has rows (a launch may print its configuration and train no step).
+    pub(super) fn with_rows(&self) -> Vec<bool> {
         let mut has_rows = vec![false; self.configs.len()];
         for k in &self.of_row {
             has_rows[*k] = true;
         }
-        self.configs
-            .iter()
-            .zip(has_rows)
-            .all(|(config, rows)| !rows || says(config))
+        has_rows
     }
 
     /// The value each row's launch gives (NaN where it gives none).
@@ -133,9 +138,9 @@ impl Launches {
     /// The run facts of every launch: each field the launches agree on once (the first launch's, with
     /// its origin), and the fields they differ on with each row's value, for columns of their own.
     pub(super) fn run_facts(&self) -> (Vec<RunFact>, Vec<Varying>) {
-        let mut launches: Vec<usize> = self.of_row.clone();
-        launches.sort_unstable();
-        launches.dedup();
+        let mut launches: Vec<usize> = (self.with_rows().into_iter().enumerate())
+            .filter_map(|(k, rows)| rows.then_some(k))
+            .collect();
         if launches.is_empty() {
             launches.push(0);
         }

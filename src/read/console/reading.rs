@@ -140,6 +140,12 @@ pub(super) fn read(
     let tokens = first(Role::Tokens);
     let tokens_seen = first(Role::TokensSeen);
 
+    // The rows after which the log says it started again.
+    let restarts: Vec<usize> = marks
+        .iter()
+        .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
+        .map(|(row, _)| *row)
+        .collect();
     // 1. The step: of the counters on the lines, the one that goes back least often (a global step
     // before an epoch's batch counter); one that restarts every epoch, with the epoch beside it, is
     // made global.
@@ -228,11 +234,7 @@ pub(super) fn read(
                 if epochs_a_line {
                     return Err(format!(
                         "no training steps found in {} launch(es): its {} lines with figures each close an epoch (no line of it times a step)",
-                        marks
-                            .iter()
-                            .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
-                            .count()
-                            + 1,
+                        restarts.len() + 1,
                         table.height
                     ));
                 }
@@ -256,11 +258,6 @@ pub(super) fn read(
             false,
         ));
     }
-    let restarts: Vec<usize> = marks
-        .iter()
-        .filter(|(_, m)| *m == crate::goodput::Mark::Restart)
-        .map(|(row, _)| *row)
-        .collect();
     // An epoch beside a counter that restarts each epoch with no total printed (MXNet's `Epoch[2]
     // Batch [100-120]`): a new epoch, not a new launch.
     let epoch_column = columns
@@ -280,12 +277,7 @@ pub(super) fn read(
         given,
     );
     let (mut facts, varying) = launches.run_facts();
-    let launch_count = {
-        let mut l = launches.of_row.clone();
-        l.sort_unstable();
-        l.dedup();
-        l.len()
-    };
+    let launch_count = launches.with_rows().iter().filter(|r| **r).count();
     if launch_count > 1 {
         notes.push(format!(
             "reading: {launch_count} launches (lines from {}), each with the facts it printed or inherited",
@@ -578,33 +570,32 @@ pub(super) fn read(
         // Trainers reset the mean every epoch (timm, mmcv) or never: of the two origins, the one
         // whose running total differenced agrees with the line's own figure on the most rows.
         let own = candidates::seconds(&table, index(&table, &c), time_unit(&c).to_seconds());
-        let origins: Vec<(&str, Option<usize>)> = match epoch_counter {
-            Some(counter) => vec![("epoch", Some(counter)), ("launch", None)],
-            None => vec![("launch", None)],
+        // An origin's reading: the steps the mean is over, the running total, the share of rows on
+        // which the total differenced agrees with the line's own figure.
+        let reading = |counter: Option<usize>| {
+            let counts = candidates::counts_so_far(&table, counter, &steps);
+            let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
+            let share = evidence::compare_rows(&candidates::differenced(&totals, &steps), &own)
+                .map_or(0.0, |c| c.share());
+            (counts, totals, share)
         };
-        let (since, counts, _) = origins
-            .into_iter()
-            .map(|(since, counter)| {
-                let counts = candidates::counts_so_far(&table, counter, &steps);
-                let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
-                let share = evidence::compare_rows(&candidates::differenced(&totals, &steps), &own)
-                    .map_or(0.0, |c| c.share());
-                (since, counts, share)
-            })
-            // The epoch's origin, the trainers' habit, unless the launch's is borne out on most
-            // rows and misses at most half as many (a run whose data loader stalls agrees with
-            // neither often; a mean since the launch agrees with the epoch's reading only where the
-            // slow first steps have faded from it).
-            .fold(None::<(&str, Vec<f64>, f64)>, |best, next| match best {
-                Some(b)
-                    if !(next.2 >= 0.5 && next.2 > b.2 && (1.0 - next.2) * 2.0 <= 1.0 - b.2) =>
-                {
-                    Some(b)
+        let since_launch = reading(None);
+        // The epoch's origin, the trainers' habit, unless the launch's is borne out on most rows
+        // and misses at most half as many (a run whose data loader stalls agrees with neither
+        // often; a mean since the launch agrees with the epoch's reading only where the slow first
+        // steps have faded from it).
+        let (since, (counts, totals, _)) = match epoch_counter {
+            Some(counter) => {
+                let since_epoch = reading(Some(counter));
+                let (launch, epoch) = (since_launch.2, since_epoch.2);
+                if launch >= 0.5 && launch > epoch && (1.0 - launch) * 2.0 <= 1.0 - epoch {
+                    ("launch", since_launch)
+                } else {
+                    ("epoch", since_epoch)
                 }
-                _ => Some(next),
-            })
-            .expect("at least one origin");
-        let totals: Vec<f64> = means.iter().zip(&counts).map(|(m, n)| m * n).collect();
+            }
+            None => ("launch", since_launch),
+        };
         // A mean's rounding is multiplied by the steps it is over; its total is as fine as its
         // last row's.
         let resolution = evidence::resolution(&printed, scale)
@@ -698,11 +689,9 @@ pub(super) fn read(
         })
         .map(|c| index(&table, c))
         .collect();
-    let stated_in_every_launch =
-        |stated: &dyn Fn(&super::facts::ConfigFacts) -> bool| launches.every(stated);
     let (samples_stated, tokens_stated) = (
-        stated_in_every_launch(&|c| c.samples_per_step_stated()),
-        line_tokens.is_some() || stated_in_every_launch(&|c| c.tokens_per_step_stated()),
+        launches.every(|c| c.samples_per_step_stated()),
+        line_tokens.is_some() || launches.every(|c| c.tokens_per_step_stated()),
     );
     let stated_count = |column: usize| -> bool {
         if samples_rates.contains(&column) {
@@ -1085,9 +1074,7 @@ fn steady_count(
             if products.len() < 2 {
                 return None;
             }
-            let mut scratch = products.clone();
-            let middle = scratch.len() / 2;
-            let median = evidence::nth(&mut scratch, middle);
+            let median = crate::stats::upper_middle(&mut products.clone())?;
             let within = products
                 .iter()
                 .filter(|p| ((**p - median) / median).abs() <= 0.005)
