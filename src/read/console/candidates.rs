@@ -13,6 +13,8 @@
 //!   batch): a step time once the rate's scope is known, so one clock per scope, the vocabulary's
 //!   claim first.
 
+use std::borrow::Cow;
+
 use super::rows::{Column, Table, LOG_CLOCK, WALL_TIME};
 
 /// What a clock's values stand for, and so how far evidence can be taken from it.
@@ -106,7 +108,8 @@ impl Steps {
         let step: Vec<f64> = (0..n)
             .map(|row| step.and_then(|c| table.number(c, row)).unwrap_or(f64::NAN))
             .collect();
-        let epoch: Vec<f64> = epoch.map_or(vec![f64::NAN; n], |c| values(table, c));
+        let epoch = epoch.map(|c| values(table, c));
+        let epoch_at = |row: usize| epoch.as_ref().map_or(f64::NAN, |e| e[row]);
         let (mut launch, mut segment) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let mut delta = Vec::with_capacity(n);
         let (mut current, mut current_segment) = (0, 0);
@@ -115,7 +118,7 @@ impl Steps {
             let goes_on = before.is_some_and(|b| step[row] > b) && !restarts.contains(&row);
             if row > 0 && !goes_on {
                 current_segment += 1;
-                let next_epoch = epoch[row] > epoch[row - 1] && !restarts.contains(&row);
+                let next_epoch = epoch_at(row) > epoch_at(row - 1) && !restarts.contains(&row);
                 if !next_epoch {
                     current += 1;
                 }
@@ -155,11 +158,13 @@ pub(super) fn seconds(table: &Table, column: usize, scale: f64) -> Vec<f64> {
         .collect()
 }
 
-/// A column's values as printed, NaN where missing (a running total's, a timestamp's).
-pub(super) fn values(table: &Table, column: usize) -> Vec<f64> {
-    (0..table.height)
-        .map(|row| table.number(column, row).unwrap_or(f64::NAN))
-        .collect()
+/// A column's values as printed, NaN where missing (a running total's, a timestamp's): the table's own
+/// where the column holds numbers (they are stored so), not a copy.
+pub(super) fn values(table: &Table, column: usize) -> Cow<'_, [f64]> {
+    match &table.columns[column] {
+        Column::Numbers { values, .. } => Cow::Borrowed(values),
+        Column::Text(_) => Cow::Owned(vec![f64::NAN; table.height]),
+    }
 }
 
 /// A running total at each row differenced over the steps since the row before (NaN where it did not

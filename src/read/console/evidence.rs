@@ -61,7 +61,9 @@ impl Reference {
     /// `resolution` seconds ([`resolution`]).
     pub(super) fn new(name: String, totals: Vec<f64>, resolution: f64, steps: &Steps) -> Reference {
         let min_span = SPAN_IN_RESOLUTIONS * resolution;
-        let mut spans: Vec<(usize, usize)> = Vec::new();
+        // Room for a span a row (a clock to the millisecond): reserved, not faulted in, where the
+        // spans are fewer.
+        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(totals.len());
         let mut start: Option<usize> = None;
         // The last row after `start` too close to it to end a span: at the end of a launch (or of
         // the log) it joins the span before, so that the last rows have a step time too.
@@ -138,7 +140,7 @@ impl Reference {
     /// How a clock compares with it: the median over the spans of the clock's seconds a step over the
     /// reference's, and how many spans both time.
     pub(super) fn compare(&self, clock: &[f64], steps: &Steps) -> Option<Comparison> {
-        let mut ratios = Vec::new();
+        let mut ratios = Vec::with_capacity(self.spans.len());
         for &(from, to) in &self.spans {
             let reference = self.span_value((from, to), steps);
             let mut sum = 0.0;
@@ -208,13 +210,20 @@ impl Comparison {
 
 /// Two point clocks row by row: the median of `a / b` where both have a value.
 pub(super) fn compare_rows(a: &[f64], b: &[f64]) -> Option<Comparison> {
-    Comparison::of(
-        a.iter()
-            .zip(b)
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && **x > 0.0 && **y > 0.0)
-            .map(|(x, y)| x / y)
-            .collect(),
-    )
+    compare_pairs(a.iter().copied().zip(b.iter().copied()))
+}
+
+/// [`compare_rows`] of two clocks given as each row's pair of values.
+pub(super) fn compare_pairs(pairs: impl Iterator<Item = (f64, f64)>) -> Option<Comparison> {
+    // Room for every row at once: grown by doubling, the ratios of a million rows were copied and
+    // faulted in twice over.
+    let mut ratios = Vec::with_capacity(pairs.size_hint().1.unwrap_or(0));
+    ratios.extend(
+        pairs
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
+            .map(|(x, y)| x / y),
+    );
+    Comparison::of(ratios)
 }
 
 /// What the evidence made of the clocks.

@@ -12,28 +12,30 @@ use super::Given;
 use crate::columns::{FactValue, RunFact};
 
 /// The facts of each launch, and each row's launch.
-pub(super) struct Launches {
+pub(super) struct Launches<'s> {
     pub(super) configs: Vec<ConfigFacts>,
-    /// Each row's launch (an index into `configs`).
-    pub(super) of_row: Vec<usize>,
+    /// Each row's launch (an index into `configs`): the steps' own.
+    pub(super) of_row: &'s [usize],
+    /// Whether each launch has rows (a launch may print its configuration and train no step).
+    has_rows: Vec<bool>,
     /// Each launch's first line (from 0), for notes.
     pub(super) first_line: Vec<usize>,
     /// The text of the lines of each launch other than training lines (for nvidia-smi tables).
     pub(super) other_text: Vec<String>,
 }
 
-impl Launches {
+impl<'s> Launches<'s> {
     /// Reads the facts of each launch of `steps` (the rows' launches; `row_lines` each row's line) from
     /// the lines kept for facts, but for the training lines of family `chosen`.
     pub(super) fn read(
         fact_lines: &FactLines,
         chosen: usize,
         row_lines: &[usize],
-        steps: &Steps,
+        steps: &'s Steps,
         framework: Option<&'static Framework>,
         beside: &[(String, String)],
         given: Given,
-    ) -> Launches {
+    ) -> Launches<'s> {
         let count = steps.launch.iter().max().map_or(1, |m| m + 1);
         // The last line of each launch's rows: a line up to it (and after the launch before's last)
         // is the launch's.
@@ -99,9 +101,14 @@ impl Launches {
         for k in 1..count {
             first_line[k] = last_line[k - 1] + 1;
         }
+        let mut has_rows = vec![false; configs.len()];
+        for k in &steps.launch {
+            has_rows[*k] = true;
+        }
         Launches {
             configs,
-            of_row: steps.launch.clone(),
+            of_row: &steps.launch,
+            has_rows,
             first_line,
             other_text,
         }
@@ -117,28 +124,22 @@ impl Launches {
     }
 
     /// Whether each launch has rows (a launch may print its configuration and train no step).
-    pub(super) fn with_rows(&self) -> Vec<bool> {
-        let mut has_rows = vec![false; self.configs.len()];
-        for k in &self.of_row {
-            has_rows[*k] = true;
-        }
-        has_rows
+    pub(super) fn with_rows(&self) -> &[bool] {
+        &self.has_rows
     }
 
-    /// The value each row's launch gives (NaN where it gives none).
-    pub(super) fn per_row(&self, value: impl Fn(&ConfigFacts) -> Option<f64>) -> Vec<f64> {
-        let by_launch: Vec<f64> = self
-            .configs
+    /// The value each launch gives (NaN where it gives none), a row's being its launch's.
+    pub(super) fn per_launch(&self, value: impl Fn(&ConfigFacts) -> Option<f64>) -> Vec<f64> {
+        self.configs
             .iter()
             .map(|c| value(c).unwrap_or(f64::NAN))
-            .collect();
-        self.of_row.iter().map(|k| by_launch[*k]).collect()
+            .collect()
     }
 
     /// The run facts of every launch: each field the launches agree on once (the first launch's, with
     /// its origin), and the fields they differ on with each row's value, for columns of their own.
     pub(super) fn run_facts(&self) -> (Vec<RunFact>, Vec<Varying>) {
-        let mut launches: Vec<usize> = (self.with_rows().into_iter().enumerate())
+        let mut launches: Vec<usize> = (self.with_rows().iter().enumerate())
             .filter_map(|(k, rows)| rows.then_some(k))
             .collect();
         if launches.is_empty() {

@@ -66,21 +66,24 @@ pub struct ConsoleRead {
 pub fn detect(text: &str) -> Option<Option<&'static Framework>> {
     let framework = vocabulary().framework_of(head(text).as_bytes());
     let mut counts: HashMap<(String, bool), usize> = HashMap::new();
-    let (mut seen, mut rich) = (0, false);
+    let (mut seen, mut rich, mut families) = (0, false, false);
     scan(text, framework, |r| {
         seen += 1;
         if !r.family.1 && r.numbers >= 2 {
             rich |= r.numbers >= 4;
-            *counts.entry(r.family).or_default() += 1;
+            let n = counts.entry(r.family).or_default();
+            *n += 1;
+            families |= *n >= 3;
         }
         // Logs often start with the script's source or a long configuration, whose lines may
-        // look like steps: far enough to reach the training lines.
-        seen < 4096
+        // look like steps: far enough to reach the training lines, and no further once they show.
+        seen < 4096 && !(families || rich)
     });
-    let summary = text
-        .lines()
-        .any(|l| l.contains(SUMMARY_RUNTIME) && l.contains(SUMMARY_STEPS_RATE));
-    (counts.values().any(|n| *n >= 3) || rich || summary).then_some(framework)
+    let summary = || {
+        text.lines()
+            .any(|l| l.contains(SUMMARY_RUNTIME) && l.contains(SUMMARY_STEPS_RATE))
+    };
+    (families || rich || summary()).then_some(framework)
 }
 
 /// Whether `bytes` are the console log of a training run with no training step in it (see

@@ -26,27 +26,38 @@ use crate::columns::{ColumnHint, FactValue, Field, RunFact, TimeUnit};
 /// A per-row derivation and the words that say how it was made.
 type Derivation<'a> = (String, Box<dyn Fn(&Table, usize) -> Option<f64> + 'a>);
 
-/// Per-row values of a fact (NaN where a row's launch gives none), and how they read in words: the
-/// value where every row has the same, else "each launch's".
-struct PerRow {
-    values: Vec<f64>,
+/// A fact's value at each row (NaN where a row's launch gives none), held once a launch, and how it
+/// reads in words: the value where every row has the same, else "each launch's". `None` where no row
+/// has one.
+struct PerRow<'s> {
+    by_launch: Vec<f64>,
+    /// Each row's launch.
+    of_row: &'s [usize],
     words: String,
 }
 
-impl PerRow {
-    fn of(values: Vec<f64>) -> Option<PerRow> {
-        let known: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        let first = *known.first()?;
-        let words = if known.iter().all(|v| *v == first) && known.len() == values.len() {
+impl<'s> PerRow<'s> {
+    fn of(by_launch: Vec<f64>, launches: &Launches<'s>) -> Option<PerRow<'s>> {
+        let mut with_rows = by_launch
+            .iter()
+            .zip(launches.with_rows())
+            .filter_map(|(v, rows)| rows.then_some(*v));
+        let mut known = with_rows.clone().filter(|v| v.is_finite());
+        let first = known.next()?;
+        let words = if with_rows.all(|v| v == first) {
             format!("{first}")
         } else {
             "each launch's".to_string()
         };
-        Some(PerRow { values, words })
+        Some(PerRow {
+            by_launch,
+            of_row: launches.of_row,
+            words,
+        })
     }
 
     fn at(&self, row: usize) -> f64 {
-        self.values[row]
+        self.by_launch[self.of_row[row]]
     }
 }
 
@@ -312,7 +323,10 @@ pub(super) fn read(
     // Two rates of one quantity on the lines whose ratio is the device count are one device's and all
     // devices' (`Tokens per second` beside `Global tokens/sec`), whatever their names say; where no
     // device count is printed, the ratio gives it.
-    let mut world = PerRow::of(launches.per_row(|c| c.world_size().map(|(w, _)| w)));
+    let mut world = PerRow::of(
+        launches.per_launch(|c| c.world_size().map(|(w, _)| w)),
+        &launches,
+    );
     let mut paired: Vec<(usize, Scope)> = Vec::new();
     for kind in [
         [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
@@ -337,15 +351,17 @@ pub(super) fn read(
                 let whole = q >= 1.5 && (q - q.round()).abs() <= 0.02 * q;
                 let fits = match &world {
                     Some(w) => {
-                        let devices: Vec<f64> = (0..table.height).map(|r| w.at(r)).collect();
-                        let per_row: Vec<f64> = va
-                            .iter()
-                            .zip(&vb)
-                            .map(|(x, y)| if ratio.median >= 1.0 { y / x } else { x / y })
-                            .collect();
-                        evidence::compare_rows(&per_row, &devices)
+                        let per_row = va.iter().zip(vb.iter()).map(|(x, y)| {
+                            if ratio.median >= 1.0 {
+                                y / x
+                            } else {
+                                x / y
+                            }
+                        });
+                        let devices = (0..table.height).map(|r| w.at(r));
+                        evidence::compare_pairs(per_row.zip(devices.clone()))
                             .is_some_and(|c| (c.median - 1.0).abs() <= 0.05)
-                            && devices.iter().any(|d| *d > 1.0)
+                            && devices.into_iter().any(|d| d > 1.0)
                     }
                     None => whole,
                 };
@@ -357,7 +373,7 @@ pub(super) fn read(
                         table.names[small], table.names[large]
                     ));
                     if world.is_none() {
-                        world = PerRow::of(vec![q.round(); table.height]);
+                        world = PerRow::of(vec![q.round(); launches.configs.len()], &launches);
                         facts.push(RunFact::number(
                             Field::NumDevices,
                             q.round(),
@@ -371,21 +387,30 @@ pub(super) fn read(
             }
         }
     }
-    let seq = PerRow::of(launches.per_row(|c| c.number(Fact::SeqLen)));
-    let tokens_fact = PerRow::of(launches.per_row(|c| c.tokens_per_step().map(|(t, _)| t)));
-    let local_tokens = PerRow::of(launches.per_row(|c| {
-        Some(
-            c.number(Fact::MicroBatch)?
-                * c.number(Fact::GradAccum).unwrap_or(1.0)
-                * c.number(Fact::SeqLen)?,
-        )
-    }));
+    let seq = PerRow::of(launches.per_launch(|c| c.number(Fact::SeqLen)), &launches);
+    let tokens_fact = PerRow::of(
+        launches.per_launch(|c| c.tokens_per_step().map(|(t, _)| t)),
+        &launches,
+    );
+    let local_tokens = PerRow::of(
+        launches.per_launch(|c| {
+            Some(
+                c.number(Fact::MicroBatch)?
+                    * c.number(Fact::GradAccum).unwrap_or(1.0)
+                    * c.number(Fact::SeqLen)?,
+            )
+        }),
+        &launches,
+    );
     // The samples a rate of samples counts: the configured batch, else the tokens over the sequence
     // length (a DPO pair is one sample of two sequences, so the batch comes first).
-    let samples_fact = PerRow::of(launches.per_row(|c| {
-        c.samples_per_step()
-            .or_else(|| Some(c.tokens_per_step()?.0 / c.number(Fact::SeqLen)?))
-    }));
+    let samples_fact = PerRow::of(
+        launches.per_launch(|c| {
+            c.samples_per_step()
+                .or_else(|| Some(c.tokens_per_step()?.0 / c.number(Fact::SeqLen)?))
+        }),
+        &launches,
+    );
 
     // 3. Every clock the rows and facts offer, then the evidence's choice among them. In order of
     // preference: logged times as printed, counts over rates, rates of steps, logged times in their
@@ -528,14 +553,19 @@ pub(super) fn read(
         };
         let stamps = candidates::values(&table, c);
         let resolution = evidence::resolution(&stamps, 1.0);
-        references.push(Reference::new(what.into(), stamps, resolution, &steps));
+        references.push(Reference::new(
+            what.into(),
+            stamps.into_owned(),
+            resolution,
+            &steps,
+        ));
     }
     for c in &stamped {
         let stamps = candidates::values(&table, index(&table, c));
         let resolution = evidence::resolution(&stamps, 1.0);
         references.push(Reference::new(
             format!("the timestamps in '{c}'"),
-            stamps,
+            stamps.into_owned(),
             resolution,
             &steps,
         ));
@@ -620,7 +650,8 @@ pub(super) fn read(
         warnings.push(conflict.clone());
     }
     let mut derived_time = None;
-    let mut chosen_values: Option<Vec<f64>> = verdict.reference_values.clone();
+    // The step time chosen at each row: the reference's, else the chosen clock's (not copied).
+    let mut chosen_values: Option<&[f64]> = verdict.reference_values.as_deref();
     match verdict.chosen.map(|i| &clocks[i]) {
         Some(
             clock @ Clock {
@@ -636,7 +667,7 @@ pub(super) fn read(
                 Some(time_unit(&name)),
                 false,
             ));
-            chosen_values = Some(clock.values.clone());
+            chosen_values = Some(&clock.values);
             derived_time = Some(name);
         }
         Some(
@@ -653,13 +684,13 @@ pub(super) fn read(
                 Some(time_unit(&table.names[*c])),
                 true,
             ));
-            chosen_values = Some(clock.values.clone());
+            chosen_values = Some(&clock.values);
         }
-        Some(clock) => chosen_values = Some(clock.values.clone()),
+        Some(clock) => chosen_values = Some(&clock.values),
         None => {}
     }
     if derived_time.is_none() && !hints.iter().any(|h| h.field == Field::StepTime) {
-        if let Some(values) = &chosen_values {
+        if let Some(values) = chosen_values {
             let name = free_name(&table, "step_time_s");
             let timed = table.fill(&name, &|_, row| Some(values[row]).filter(|v| v.is_finite()));
             notes.push(format!(
@@ -700,20 +731,27 @@ pub(super) fn read(
             tokens_stated
         }
     };
+    // The rates' clocks (a count over the rate, in a scope) that agree with the step time chosen:
+    // compared once each, not each time a rate's scope is asked.
+    let agreeing: Vec<(Option<usize>, ClockKind)> = match chosen_values {
+        Some(values) => clocks
+            .iter()
+            .filter(|c| {
+                matches!(c.kind, ClockKind::CountRate(_))
+                    && evidence::compare_rows(&c.values, values).is_some_and(|m| m.agrees())
+            })
+            .map(|c| (c.column, c.kind))
+            .collect(),
+        None => Vec::new(),
+    };
     let scope_of = |column: usize, claimed: Scope| -> Scope {
         if let Some((_, scope)) = paired.iter().find(|(c, _)| *c == column) {
             return *scope;
         }
-        let Some(values) = &chosen_values else {
+        if chosen_values.is_none() {
             return claimed;
-        };
-        let agrees = |scope: Scope| {
-            clocks.iter().any(|c| {
-                c.column == Some(column)
-                    && c.kind == ClockKind::CountRate(scope)
-                    && evidence::compare_rows(&c.values, values).is_some_and(|m| m.agrees())
-            })
-        };
+        }
+        let agrees = |scope: Scope| agreeing.contains(&(Some(column), ClockKind::CountRate(scope)));
         if agrees(claimed) || !(agrees(claimed.other()) && stated_count(column)) {
             claimed
         } else {
@@ -725,20 +763,16 @@ pub(super) fn read(
     // count to the rate's count (rate x devices x step time), where it is off by more than the
     // tolerance.
     let contradicted = |table: &Table, count: &PerRow, rate: &(String, Scope)| -> Option<f64> {
-        let values = chosen_values.as_ref()?;
-        let implied: Vec<f64> = candidates::values(table, index(table, &rate.0))
-            .iter()
-            .zip(values)
-            .enumerate()
-            .map(|(row, (r, t))| {
-                let devices = match rate.1 {
-                    Scope::Global => 1.0,
-                    Scope::PerDevice => devices_row(row),
-                };
-                r * devices * t
-            })
-            .collect();
-        let c = evidence::compare_rows(&count.values, &implied)?;
+        let values = chosen_values?;
+        let rates = candidates::values(table, index(table, &rate.0));
+        let implied = rates.iter().zip(values).enumerate().map(|(row, (r, t))| {
+            let devices = match rate.1 {
+                Scope::Global => 1.0,
+                Scope::PerDevice => devices_row(row),
+            };
+            (count.at(row), r * devices * t)
+        });
+        let c = evidence::compare_pairs(implied)?;
         (!c.agrees()).then_some(c.median)
     };
     // The rate of each kind and its scope, as the evidence decided it: all devices' first.

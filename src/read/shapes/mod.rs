@@ -253,30 +253,32 @@ pub fn detect(bytes: &[u8], name: &str) -> Option<Shape> {
         all = String::from_utf8_lossy(&bytes[..bytes.len().min(DETECT_BYTES)]);
         &all
     };
-    if body
-        .lines()
-        .any(|l| l.contains("step:") && l.contains("train_time:") && l.contains("step_avg:"))
-    {
-        return Some(Shape::ModdedNanogpt);
+    // The layouts of the trainers read by a reader of their own, in order of precedence (a line of
+    // an earlier one anywhere wins over a line of a later one before it): one pass over the lines,
+    // not one per layout (the 16 MiB took 4 passes).
+    let (mut megatron, mut nanogpt, mut olmo) = (false, false, false);
+    let mut lines = body.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.contains("step:") && l.contains("train_time:") && l.contains("step_avg:") {
+            return Some(Shape::ModdedNanogpt);
+        }
+        megatron = megatron || megatron_log::is_iteration_line(l);
+        nanogpt =
+            nanogpt || (l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "));
+        olmo = olmo
+            || (olmo::is_header(l)
+                && lines
+                    .peek()
+                    .is_some_and(|next| next.starts_with("    ") && next.contains('=')));
     }
-    if body.lines().any(megatron_log::is_iteration_line) {
+    if megatron {
         return Some(Shape::MegatronLog);
     }
-    if body
-        .lines()
-        .any(|l| l.starts_with("iter ") && l.contains(": loss ") && l.contains(", time "))
-    {
+    if nanogpt {
         return Some(Shape::Nanogpt);
     }
-    let mut lines = body.lines();
-    while let Some(line) = lines.next() {
-        if olmo::is_header(line)
-            && lines
-                .next()
-                .is_some_and(|next| next.starts_with("    ") && next.contains('='))
-        {
-            return Some(Shape::Olmo);
-        }
+    if olmo {
+        return Some(Shape::Olmo);
     }
     crate::read::console::detect(body).map(|framework| match framework {
         Some(f) if f.name == "torchtitan" => Shape::Torchtitan,
