@@ -74,11 +74,15 @@ pub const COLUMN_DEFINITIONS: [(&str, &str, &str); 6] = [
         "FLOP/s",
         "dense peak FLOP/s of one device for the row's precision (mean over ranks for a list); null if unknown",
     ),
-    (TOKENS_PER_SECOND, "tokens/s", "tokens / step_time"),
+    (
+        TOKENS_PER_SECOND,
+        "tokens/s",
+        "tokens / step_time; where a row has no step time or no count, the rate the log measured (token_rate)",
+    ),
     (
         ACHIEVED_FLOPS_PER_DEVICE,
         "FLOP/s",
-        "tokens * flops_per_token / (num_devices * step_time)",
+        "tokens * flops_per_token / (num_devices * step_time), or token_rate * flops_per_token / num_devices",
     ),
     (
         MFU_WALL_CLOCK,
@@ -145,6 +149,8 @@ pub struct ComputeStats {
     pub overflow_rows: usize,
     /// Each reason a peak was null, with the rows it affected.
     pub unresolved: Vec<(Unresolved, usize)>,
+    /// Rows whose throughput is the rate the log measured, having no step time or count to divide.
+    pub logged_rate_rows: usize,
 }
 
 impl ComputeStats {
@@ -156,6 +162,7 @@ impl ComputeStats {
         self.bad_count_rows += other.bad_count_rows;
         self.overflow_rows += other.overflow_rows;
         self.mfu_above_one_rows += other.mfu_above_one_rows;
+        self.logged_rate_rows += other.logged_rate_rows;
         self.logged_mfu_above_one.0 += other.logged_mfu_above_one.0;
         self.logged_mfu_above_one.1 = self
             .logged_mfu_above_one
@@ -760,6 +767,15 @@ impl Floats {
         (0..self.len()).map(|row| self.get(row)).collect()
     }
 
+    /// Gives row `row` (which must exist) the value `v`.
+    pub fn set(&mut self, row: usize, v: f64) {
+        if self.get(row).is_none() {
+            self.nulls -= 1;
+            self.valid[row / 8] |= 1 << (row % 8);
+        }
+        self.values[row] = v;
+    }
+
     /// The values, the validity bitmap and the count of nulls.
     pub fn into_parts(self) -> (Vec<f64>, Vec<u8>, usize) {
         (self.values, self.valid, self.nulls)
@@ -1077,7 +1093,7 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
     let peaks: Vec<f64> = pairs.iter().map(|r| r.peak.unwrap_or(f64::NAN)).collect();
     let (counted, nulls) = arithmetic(values, &peaks, &runs, rows);
     let mut column = 0;
-    let [peak_col, tps_col, achieved_col, mfu_col, mfu_fb_col] =
+    let [peak_col, mut tps_col, mut achieved_col, mut mfu_col, mfu_fb_col] =
         outputs.map(|(mut values, valid)| {
             // SAFETY: `arithmetic` wrote each of the first `n` slots: its chunks cover rows 0..n, and the row
             // loop writes every row of a chunk in every column.
@@ -1104,24 +1120,33 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         }
     }
 
+    if !values.rate.is_missing() {
+        let mut outputs = RateOutputs {
+            rate: &mut tps_col,
+            achieved: &mut achieved_col,
+            mfu: &mut mfu_col,
+        };
+        fill_from_logged_rate(values, &peak_col, &mut outputs, &mut stats);
+    }
     // Where the work is counted in samples, the rate computed is samples a second; where the rows
-    // count samples besides tokens, samples a second is their own division.
+    // count samples besides tokens, samples a second is their own division (or the samples rate the
+    // log measured, where that division gives none).
     let (tps_col, samples_col) = match values.unit {
         WorkUnit::Samples => {
             let nulls = Floats::from(vec![None; n]);
             (nulls, Some(tps_col))
         }
-        WorkUnit::Tokens if !values.samples.is_missing() => {
+        WorkUnit::Tokens if !values.samples.is_missing() || !values.sample_rate.is_missing() => {
             let mut rate = Floats::with_capacity(n);
             for row in 0..n {
-                rate.push(finite(
-                    values
-                        .samples
-                        .get(row)
-                        .filter(|c| *c >= 0.0)
-                        .zip(values.step_time_s.get(row).filter(|t| *t > 0.0))
-                        .map(|(c, t)| c / t),
-                ));
+                let divided = values
+                    .samples
+                    .get(row)
+                    .filter(|c| *c >= 0.0)
+                    .zip(values.step_time_s.get(row).filter(|t| *t > 0.0))
+                    .map(|(c, t)| c / t);
+                let logged = || values.sample_rate.get(row).filter(|r| *r >= 0.0);
+                rate.push(finite(divided.or_else(logged)));
             }
             (tps_col, Some(rate))
         }
@@ -1160,6 +1185,70 @@ pub fn compute_values(values: &FieldValues, resolver: &Resolver, extras: Extras)
         runs,
         numbers,
         stats,
+    }
+}
+
+/// The columns a logged rate fills where the division gives nothing.
+struct RateOutputs<'a> {
+    rate: &'a mut Floats,
+    achieved: &'a mut Floats,
+    mfu: &'a mut Floats,
+}
+
+/// Rows with no throughput (no step time, or no count, to divide) but a rate the log measured, of all
+/// devices in the unit of the work: that rate is their throughput, and achieved FLOP/s and MFU follow
+/// from it as from a division (`rate x FLOPs a unit / devices`, over the peak). Rows the division
+/// filled keep its figure: where both exist the reading has already checked them against each other.
+/// A filled row no longer counts as one with a bad step time or a null MFU.
+fn fill_from_logged_rate(
+    values: &FieldValues,
+    peak: &Floats,
+    out: &mut RateOutputs<'_>,
+    stats: &mut ComputeStats,
+) {
+    for row in 0..values.height {
+        if out.rate.get(row).is_some() {
+            continue;
+        }
+        let Some(rate) = values.rate.get(row).filter(|r| r.is_finite() && *r >= 0.0) else {
+            continue;
+        };
+        out.rate.set(row, rate);
+        stats.logged_rate_rows += 1;
+        let step_ok = values
+            .step_time_s
+            .get(row)
+            .is_some_and(|t| t.is_finite() && t > 0.0);
+        if !step_ok {
+            stats.bad_step_time_rows = stats.bad_step_time_rows.saturating_sub(1);
+        }
+        let devices = values
+            .num_devices
+            .get(row)
+            .filter(|d| d.is_finite() && *d > 0.0);
+        let flops = values
+            .flops_per_token
+            .get(row)
+            .filter(|f| f.is_finite() && *f >= 0.0);
+        let Some(achieved) = devices
+            .zip(flops)
+            .map(|(d, f)| rate * f / d)
+            .filter(|a| a.is_finite())
+        else {
+            continue;
+        };
+        out.achieved.set(row, achieved);
+        if let Some(mfu) = peak
+            .get(row)
+            .map(|p| achieved / p)
+            .filter(|m| m.is_finite())
+        {
+            out.mfu.set(row, mfu);
+            stats.null_mfu_rows = stats.null_mfu_rows.saturating_sub(1);
+            if mfu > 1.0 {
+                stats.mfu_above_one_rows += 1;
+            }
+        }
     }
 }
 
@@ -1373,6 +1462,8 @@ mod tests {
             device,
             dtype: Texts::Constant("bf16".into()),
             logged_mfu: Numbers::Missing,
+            rate: Numbers::Missing,
+            sample_rate: Numbers::Missing,
             steps: Vec::new(),
             runs: Vec::new(),
             spans: None,
@@ -1450,6 +1541,8 @@ mod tests {
             },
             dtype: Texts::Constant("bf16".into()),
             logged_mfu: Numbers::Missing,
+            rate: Numbers::Missing,
+            sample_rate: Numbers::Missing,
             steps: Vec::new(),
             runs: Vec::new(),
             spans: None,
@@ -1465,6 +1558,55 @@ mod tests {
         assert_eq!(computed.runs.iter().count(), n);
         let unresolved: usize = computed.stats.unresolved.iter().map(|(_, r)| r).sum();
         assert_eq!(unresolved, codes.iter().filter(|c| **c == 2).count());
+    }
+
+    #[test]
+    fn a_logged_rate_gives_throughput_and_mfu_only_where_the_division_gives_none() {
+        // Rows 0-1: a step time and tokens (the division's figure kept, the rate ignored); row 2: no step
+        // time, the rate taken; row 3: no tokens, the rate taken; row 4: neither a division nor a rate.
+        let values = FieldValues {
+            height: 5,
+            step_time_s: Numbers::Column(vec![Some(2.0), Some(2.0), None, Some(2.0), None]),
+            fwd_bwd_time_s: Numbers::Missing,
+            tokens: Numbers::Column(vec![Some(8e5), Some(8e5), Some(8e5), None, None]),
+            num_devices: Numbers::Constant(8.0),
+            flops_per_token: Numbers::Constant(1e9),
+            unit: WorkUnit::Tokens,
+            samples: Numbers::Missing,
+            device: Texts::Constant("NVIDIA H100 80GB HBM3".into()),
+            dtype: Texts::Constant("bf16".into()),
+            logged_mfu: Numbers::Missing,
+            rate: Numbers::Column(vec![Some(1e6), None, Some(3e6), Some(4e6), None]),
+            sample_rate: Numbers::Missing,
+            steps: Vec::new(),
+            runs: Vec::new(),
+            spans: None,
+            non_numeric: Vec::new(),
+            column_warnings: Vec::new(),
+        };
+        let computed = compute_values(&values, &Resolver::builtin(), Extras::default());
+        let column = |name: &str| {
+            let (_, floats) = computed
+                .numbers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .expect("an output column");
+            floats.to_options()
+        };
+        let tps = column(TOKENS_PER_SECOND);
+        assert_eq!(tps, [Some(4e5), Some(4e5), Some(3e6), Some(4e6), None]);
+        let achieved = column(ACHIEVED_FLOPS_PER_DEVICE);
+        assert_eq!(achieved[2], Some(3e6 * 1e9 / 8.0));
+        assert_eq!(achieved[3], Some(4e6 * 1e9 / 8.0));
+        let mfu = column(MFU_WALL_CLOCK);
+        assert_eq!(mfu[2], Some(3e6 * 1e9 / 8.0 / 989.4e12));
+        assert_eq!(mfu[4], None);
+        // The filled rows are neither bad-step-time rows nor null-MFU rows any more.
+        assert_eq!(computed.stats.logged_rate_rows, 2);
+        assert_eq!(computed.stats.bad_step_time_rows, 1);
+        assert_eq!(computed.stats.null_mfu_rows, 1);
+        // No fwd+bwd figure comes from a rate.
+        assert_eq!(column(MFU_FWD_BWD)[2], None);
     }
 
     fn corner() -> impl proptest::strategy::Strategy<Value = Option<f64>> {

@@ -934,3 +934,51 @@ fn parquet_inputs_stream_with_the_bytes_of_the_whole_input_way() {
     let (batch, _) = read_parquet(&wd.path("out.parquet"));
     assert_eq!(batch.num_rows(), 3000);
 }
+
+/// A table whose only measure of work is a rate of its own (a W&B export with a global tokens-a-second
+/// series and nothing else): `--map token_rate=COLUMN` makes it the throughput, with no step time or
+/// count asked for, and the mapping says so; a table with neither a time nor a rate still must name one.
+#[test]
+fn a_table_with_only_a_logged_rate_is_enriched_from_it() {
+    let wd = Workdir::new("enrich_rate_only");
+    let input = wd.create(
+        "history.csv",
+        "step,loss,throughput\n1,2.5,400000\n2,2.4,410000\n3,2.3,\n",
+    );
+    let out = wd
+        .mfu()
+        .args(["enrich", "history.csv", "-o", "-", "-v"])
+        .args(["--map", "token_rate=throughput", "--num-devices", "4"])
+        .args([
+            "--flops-per-token",
+            "2e9",
+            "--device",
+            "NVIDIA H100 80GB HBM3",
+        ])
+        .args(["--dtype", "bf16"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("token_rate=column 'throughput'"), "{err}");
+    assert!(!err.contains("no step timing"), "{err}");
+    let rows = csv_rows(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(num(&rows[1]["tokens_per_second"]), Some(410000.0));
+    assert_eq!(
+        num(&rows[1]["achieved_flops_per_device"]),
+        Some(410000.0 * 2e9 / 4.0)
+    );
+    assert!(close(
+        num(&rows[0]["mfu_wall_clock"]),
+        400000.0 * 2e9 / 4.0 / 989.4e12
+    ));
+    // The row without a rate has none, and is counted among the rows with null derived values.
+    assert_eq!(rows[2]["tokens_per_second"], "");
+    assert!(err.contains("1 row(s) with a missing"), "{err}");
+    drop(input);
+    wd.mfu()
+        .args(["enrich", "history.csv", "-o", "-"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("step_time"));
+}

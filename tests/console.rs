@@ -583,26 +583,31 @@ fn trl_console_without_a_summary_says_its_rows_are_the_bars() {
 }
 
 /// torchtune names its precision in a sentence (`Model is initialized with precision torch.bfloat16.`)
-/// and logs one device's token rate but no token count: the count given only stands in, and the rate
-/// comes out the same whatever it is.
+/// and logs one device's token rate but no token count and no time: the rate alone is the throughput
+/// (with the device count, which it does not print), and a count given only stands in: the rate comes
+/// out the same whatever it is.
 #[test]
 fn torchtune_rate_and_sentence_precision() {
-    for stand_in in ["4096", "65536"] {
-        let (rows, err) = enrich_verbose(
-            "torchtune__pr1358-codellama7b-full.log",
-            &[
-                "--num-devices",
-                "1",
-                "--tokens-per-step",
-                stand_in,
-                "--flops-per-token",
-                "39642857472",
-            ],
-        );
+    for stand_in in [None, Some("4096"), Some("65536")] {
+        let mut flags = vec![
+            "--num-devices",
+            "1",
+            "--flops-per-token",
+            "39642857472",
+            "--device",
+            "NVIDIA A100-SXM4-80GB",
+        ];
+        if let Some(tokens) = stand_in {
+            flags.extend(["--tokens-per-step", tokens]);
+        }
+        let (rows, err) = enrich_verbose("torchtune__pr1358-codellama7b-full.log", &flags);
         assert!(err.contains("dtype='bf16' from 'precision'"), "{err}");
         let row = rows.iter().find(|r| r["Step"] == "10").unwrap();
-        // The hand figure of its expect.json: 962.2259 tokens a second on its one GPU.
+        // The hand figures of its expect.json: 962.2259 tokens a second on its one GPU, 38.1 TFLOP/s,
+        // 0.1223 of an A100's 312 in bf16.
         assert!((number(row, "tokens_per_second") - 962.2259327743811).abs() < 1e-6);
+        assert!((number(row, "achieved_flops_per_device") / 3.8145e13 - 1.0).abs() < 1e-4);
+        assert!((number(row, "mfu_wall_clock") - 0.1223).abs() < 1e-4);
     }
 }
 
@@ -703,4 +708,61 @@ fn a_logged_mfu_without_its_percent_sign_is_read_by_the_evidence() {
             .collect::<Vec<_>>(),
     );
     assert!(err.contains("read as written"), "{err}");
+}
+
+/// A loop that prints only its own rate (no timestamps, no step time, no batch size): the rate is the
+/// throughput and gives MFU, with no count a step asked for; one device's rate is multiplied by the
+/// device count, and without one the log says what is missing instead of printing a figure.
+#[test]
+fn a_logged_rate_alone_gives_throughput_and_mfu() {
+    let wd = Workdir::new("console_rate_alone");
+    let global = wd.create(
+        "global.log",
+        "step 10 | loss 2.31 | tokens/s 120000\nstep 20 | loss 2.21 | tokens/s 121000\n\
+         step 30 | loss 2.11 | tokens/s 119000\nstep 40 | loss 2.01 | tokens/s 122000\n",
+    );
+    let flags = [
+        "--device",
+        "NVIDIA H100 80GB HBM3",
+        "--dtype",
+        "bf16",
+        "--num-devices",
+        "8",
+        "--flops-per-token",
+        "1e9",
+        "-v",
+    ];
+    let (rows, err) = enrich_ok(&global, &flags);
+    assert!(!err.contains("no count a step"), "{err}");
+    assert!(!err.contains("no step timing"), "{err}");
+    assert!(err.contains("the throughput is 'tokens/s'"), "{err}");
+    assert_eq!(rows.len(), 4);
+    let row = rows.iter().find(|r| r["step"] == "20").unwrap();
+    assert_eq!(number(row, "tokens_per_second"), 121000.0);
+    assert_eq!(
+        number(row, "achieved_flops_per_device"),
+        121000.0 * 1e9 / 8.0
+    );
+    let want = 121000.0 * 1e9 / 8.0 / 989.4e12;
+    assert!((number(row, "mfu_wall_clock") - want).abs() < 1e-15);
+    assert_eq!(row["mfu_fwd_bwd"], "");
+
+    let per_device = wd.create(
+        "device.log",
+        "step 10 | loss 2.31 | tokens_per_sec_per_gpu 15000\n\
+         step 20 | loss 2.21 | tokens_per_sec_per_gpu 15100\n\
+         step 30 | loss 2.11 | tokens_per_sec_per_gpu 14900\n",
+    );
+    let (rows, err) = enrich_ok(&per_device, &flags);
+    let row = rows.iter().find(|r| r["step"] == "20").unwrap();
+    assert_eq!(number(row, "tokens_per_second"), 15100.0 * 8.0, "{err}");
+    assert_eq!(number(row, "achieved_flops_per_device"), 15100.0 * 1e9);
+    let without_count: Vec<&str> = flags
+        .iter()
+        .copied()
+        .filter(|f| *f != "--num-devices" && *f != "8")
+        .collect();
+    let (rows, err) = enrich_ok(&per_device, &without_count);
+    assert!(err.contains("give --num-devices"), "{err}");
+    assert_eq!(rows[1]["tokens_per_second"], "", "{err}");
 }

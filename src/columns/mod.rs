@@ -38,10 +38,15 @@ pub enum Field {
     Samples,
     /// Model FLOPs per sample (forward + backward).
     FlopsPerSample,
+    /// Tokens a second, all devices together, as the log measured them: throughput and MFU of the rows
+    /// that have no step time or no token count to divide.
+    TokenRate,
+    /// Samples a second, all devices together, as the log measured them (see [`Field::TokenRate`]).
+    SampleRate,
 }
 
 impl Field {
-    pub const ALL: [Field; 14] = [
+    pub const ALL: [Field; 16] = [
         Field::RunId,
         Field::Step,
         Field::StepTime,
@@ -56,6 +61,8 @@ impl Field {
         Field::LoggedPeakFlops,
         Field::Samples,
         Field::FlopsPerSample,
+        Field::TokenRate,
+        Field::SampleRate,
     ];
 
     /// The field's name, as `--map` takes it.
@@ -75,6 +82,8 @@ impl Field {
             Field::LoggedPeakFlops => "logged_peak_flops",
             Field::Samples => "samples",
             Field::FlopsPerSample => "flops_per_sample",
+            Field::TokenRate => "token_rate",
+            Field::SampleRate => "sample_rate",
         }
     }
 
@@ -146,6 +155,10 @@ impl Field {
             Field::LoggedPeakFlops => &["logged_peak_flops"],
             Field::Samples => &["samples", "samples_per_step", "num_samples", "step_samples"],
             Field::FlopsPerSample => &["flops_per_sample", "model_flops_per_sample"],
+            // Only names that say the rate is of all devices: a rate column without a scope in its name
+            // is mapped with --map, by a user who knows it.
+            Field::TokenRate => &["token_rate", "global_tokens_per_second"],
+            Field::SampleRate => &["sample_rate", "global_samples_per_second"],
         }
     }
 
@@ -535,14 +548,21 @@ impl ColumnMapping {
     /// known or the samples' are not; samples otherwise, where the rows count them.
     pub fn unit(&self) -> WorkUnit {
         let known = |field: Field| self.source(field) != &FieldSource::Missing;
-        if known(Field::Samples)
-            && (!known(Field::Tokens)
-                || (!known(Field::FlopsPerToken) && known(Field::FlopsPerSample)))
-        {
+        let samples = known(Field::Samples) || known(Field::SampleRate);
+        let tokens = known(Field::Tokens) || known(Field::TokenRate);
+        if samples && (!tokens || (!known(Field::FlopsPerToken) && known(Field::FlopsPerSample))) {
             WorkUnit::Samples
         } else {
             WorkUnit::Tokens
         }
+    }
+
+    /// Whether a rate the log measured (tokens or samples a second, all devices) is mapped: it gives
+    /// throughput, and MFU, to rows with no step time or count.
+    pub fn has_logged_rate(&self) -> bool {
+        [Field::TokenRate, Field::SampleRate]
+            .iter()
+            .any(|f| self.source(*f) != &FieldSource::Missing)
     }
 
     /// One line per field, for `-v`.
@@ -739,6 +759,8 @@ pub fn map_typed_columns(
     let available = || columns.join(", ");
     let names = MatchNames::new(columns, numeric);
     let mut sources = Vec::with_capacity(Field::ALL.len());
+    // A required field's absence is an error only where no logged rate stands in for it.
+    let mut missing_required = None;
     for field in Field::ALL {
         let mapped = options.map.iter().rev().find(|(f, _)| *f == field);
         let column = match mapped {
@@ -826,7 +848,7 @@ pub fn map_typed_columns(
                 FieldSource::Missing
             }
             (None, false) if field.is_required() && !options.lenient => {
-                return Err(ColumnError::Missing {
+                missing_required.get_or_insert(ColumnError::Missing {
                     field,
                     tried: field.aliases().join(", "),
                     available: closest_columns(columns, field),
@@ -834,19 +856,25 @@ pub fn map_typed_columns(
                         .constant_flag()
                         .map(|f| format!("; give it with {f} or --map {field}=COLUMN"))
                         .unwrap_or_else(|| format!("; name it with --map {field}=COLUMN")),
-                })
+                });
+                FieldSource::Missing
             }
             (None, false) => FieldSource::Missing,
         };
         sources.push((field, source));
     }
     let mapping = ColumnMapping { sources };
-    // A count is required of a plain table, tokens or samples: without either, no throughput. A
-    // trainer's log may lack it (its step time is still read), with a warning.
+    if let (Some(error), false) = (missing_required, mapping.has_logged_rate()) {
+        return Err(error);
+    }
+    // A count is required of a plain table, tokens or samples: without either, no throughput (unless
+    // the table logs a rate of its own). A trainer's log may lack it (its step time is still read),
+    // with a warning.
     if !options.lenient
         && !options.timing_optional
         && mapping.source(Field::Tokens) == &FieldSource::Missing
         && mapping.source(Field::Samples) == &FieldSource::Missing
+        && !mapping.has_logged_rate()
     {
         return Err(ColumnError::Missing {
             field: Field::Tokens,
@@ -1020,6 +1048,12 @@ pub struct FieldValues {
     pub dtype: Texts,
     /// The log's own MFU as a fraction (a column named as a percentage is divided by 100).
     pub logged_mfu: Numbers,
+    /// The rate of the work the log measured itself, in [`FieldValues::unit`]s a second over all
+    /// devices: the throughput of the rows whose count and step time give none.
+    pub rate: Numbers,
+    /// The samples a second the log measured, for `samples_per_second` where the samples and the step
+    /// time give none (whatever the unit).
+    pub sample_rate: Numbers,
     /// Each row's step (its position, from 1, when the log has no step column); empty when the caller
     /// did not ask for the order of the rows (see [`extract_from`]).
     pub steps: Vec<Option<f64>>,
@@ -1149,6 +1183,8 @@ pub fn extract_from(
     let mut flops_per_token = numbers(Field::FlopsPerToken)?;
     let samples = numbers(Field::Samples)?;
     let flops_per_sample = numbers(Field::FlopsPerSample)?;
+    let token_rate = numbers(Field::TokenRate)?;
+    let sample_rate = numbers(Field::SampleRate)?;
     let counts_from_model = matches!(
         mapping.source(Field::FlopsPerToken),
         FieldSource::ModelConfig
@@ -1221,9 +1257,9 @@ pub fn extract_from(
         }
     }
     let unit = mapping.unit();
-    let (tokens, flops_per_token) = match unit {
-        WorkUnit::Tokens => (tokens, flops_per_token),
-        WorkUnit::Samples => (samples.clone(), flops_per_sample),
+    let (tokens, flops_per_token, rate) = match unit {
+        WorkUnit::Tokens => (tokens, flops_per_token, token_rate),
+        WorkUnit::Samples => (samples.clone(), flops_per_sample, sample_rate.clone()),
     };
     Ok(FieldValues {
         height: df.height(),
@@ -1237,6 +1273,8 @@ pub fn extract_from(
         device: device?,
         dtype: dtype?,
         logged_mfu,
+        rate,
+        sample_rate,
         steps,
         runs,
         spans,

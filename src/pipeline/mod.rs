@@ -768,7 +768,9 @@ pub fn warnings_for(display: &str, seen: &Seen, options: &EnrichOptions) -> Vec<
         ),
     };
     let missing = |field: Field| seen.mapping.source(field) == &FieldSource::Missing;
-    let counted = !(missing(Field::Tokens) && missing(Field::Samples));
+    // A rate the log measured stands for a count and a time together.
+    let rated = seen.mapping.has_logged_rate();
+    let counted = !(missing(Field::Tokens) && missing(Field::Samples)) || rated;
     if !counted && !options.columns.lenient {
         warnings.push(format!(
             "{display}: no count a step (tokens or samples): throughput and MFU are null; give it with --tokens-per-step, or --samples-per-step for a log that counts images, utterances or other samples"
@@ -784,7 +786,7 @@ pub fn warnings_for(display: &str, seen: &Seen, options: &EnrichOptions) -> Vec<
             "{display}: no FLOPs per {per}: MFU is null, throughput is filled; give it with {flops_flag}"
         ));
     }
-    if seen.mapping.source(Field::StepTime) == &FieldSource::Missing {
+    if seen.mapping.source(Field::StepTime) == &FieldSource::Missing && !rated {
         warnings.push(format!(
             "{}: this {} log has no step timing: throughput and MFU are null",
             display, seen.shape

@@ -1012,7 +1012,7 @@ pub(super) fn read(
     let samples_known = facts.iter().any(|f| f.field == Field::Samples)
         || hints.iter().any(|h| h.field == Field::Samples);
     if !samples_known {
-        if let (Some((r, scope)), Some(tc)) = (sample_rate, time_column.clone()) {
+        if let (Some((r, scope)), Some(tc)) = (sample_rate.clone(), time_column.clone()) {
             let per_device = scope == Scope::PerDevice;
             let rate_column = index(&table, &r);
             let devices: Vec<f64> = (0..table.height)
@@ -1040,6 +1040,39 @@ pub(super) fn read(
                     format!("{name} = '{r}' x '{tc}': {counted} row(s) counted")
                 });
                 hints.push(ColumnHint::new(Field::Samples, name, None, false));
+            }
+        }
+    }
+    // No step time to make a count a step from a rate, or to divide one by: the rate the log measured
+    // is the throughput itself, of all devices (one device's times the device count).
+    if !hints.iter().any(|h| h.field == Field::StepTime) {
+        for (rate, field, unit) in [
+            (&token_rate, Field::TokenRate, "tokens"),
+            (&sample_rate, Field::SampleRate, "samples"),
+        ] {
+            let Some((r, scope)) = rate else { continue };
+            match scope {
+                Scope::Global => {
+                    notes.push(format!(
+                        "reading: no step time: the throughput is '{r}', {unit} a second of all devices as the log measured them"
+                    ));
+                    hints.push(ColumnHint::new(field, r.clone(), None, false));
+                }
+                Scope::PerDevice if world.is_some() => {
+                    let column = index(&table, r);
+                    let name = free_name(&table, &format!("{unit}_per_second_all_devices"));
+                    let counted = table.fill(&name, &|tb, row| {
+                        Some(tb.number(column, row)? * devices_row(row))
+                            .filter(|v| v.is_finite())
+                    });
+                    notes.push(format!(
+                        "reading: no step time: the throughput is {name} = '{r}' x {devices_words} devices, one device's rate as the log measured it: {counted} row(s)"
+                    ));
+                    hints.push(ColumnHint::new(field, name, None, false));
+                }
+                Scope::PerDevice => warnings.push(format!(
+                    "'{r}' is one device's {unit} a second and the log has no step time: give --num-devices for the throughput of all devices"
+                )),
             }
         }
     }
