@@ -364,6 +364,12 @@ fn the_chains_give_what_the_frameworks_code_gives_on_every_name() {
             Some(312e12),
             "nanoGPT: {name}"
         );
+        // nanochat's first versions: `promised_flops_per_sec_h100 = 989e12`, whatever the device.
+        assert_eq!(
+            emulated(&lookups::NANOCHAT, name, Dtype::Bf16),
+            Some(989e12),
+            "nanochat: {name}"
+        );
         for dtype in [
             Dtype::Bf16,
             Dtype::Fp16,

@@ -382,3 +382,39 @@ fn megatron_bridge_counted_every_sequence_at_the_models_maximum_length() {
         row["verdict"]
     );
 }
+
+/// nanochat logs its MFU as a percentage without `%` (`mfu: 47.65`, `bf16_mfu: 38.60` from 2026-02-10),
+/// beside `lrm`, its learning-rate multiplier: it is nanochat's, not llm.c's (whose `bf16 MFU` has the
+/// same name) nor an unknown framework's. Its first versions divide by the H100's 989 TFLOP/s whatever
+/// the device; later ones look the device up and print the peak they took, which the audit reads.
+#[test]
+fn nanochat_is_named_by_its_own_keys_and_its_printed_peak_wins() {
+    // 8 H100s (the device is not printed: given), the first version's constant peak.
+    let row = audited(
+        "nanochat__jhinpan-d20-8xh100-speedrun.log",
+        &["--device", "NVIDIA H100 80GB HBM3", "--dtype", "bf16"],
+    );
+    assert_eq!(row["framework"], "nanochat");
+    assert_eq!(row["recognised_by"], "its columns 'mfu', 'lrm'");
+    assert_eq!(number(&row, "peak_logged"), 989e12);
+    assert!(row["peak_logged_from"].contains("nanochat's lookup emulated"));
+    near(&row, "mfu_logged", 0.4765, 1e-9);
+    near(&row, "peak_factor", 989.0 / 989.4, 1e-9);
+    // Its count is mfu's own (the log prints `Estimated FLOPs per token: 3.491758e+09`).
+    near(&row, "numerator_factor", 1.0, 1e-5);
+    near(&row, "mfu", 0.4763, 1e-3);
+
+    // 4 RTX 3090s: `GPU: NVIDIA GeForce RTX 3090 | Peak FLOPS (BF16): 7.10e+13` at line 15, the device,
+    // the precision and the peak read from it with no flag.
+    let row = audited("nanochat__c-ding-math-d24-4x3090-bf16-mfu.log", &[]);
+    assert_eq!(row["framework"], "nanochat");
+    assert_eq!(number(&row, "peak_logged"), 71e12);
+    assert_eq!(
+        row["peak_logged_from"],
+        "the log says so: 'peak_flops_bf16' at line 15"
+    );
+    assert_eq!(row["device"], "NVIDIA GeForce RTX 3090");
+    near(&row, "mfu_logged", 0.386, 1e-9);
+    near(&row, "mfu", 0.3860, 1e-3);
+    near(&row, "ratio", 1.0, 1e-4);
+}

@@ -383,6 +383,23 @@ pub const NANOGPT: Lookup = Lookup {
     precisions: None,
 };
 
+/// karpathy/nanochat `scripts/base_train.py` from its first commit 3a5e0bc (2025-10-13) to 2955650
+/// (2026-01-17): `promised_flops_per_sec_h100 = 989e12 * ddp_world_size`, the H100 SXM's BF16 peak
+/// whatever the device. From 2955650 on it looks the device up (`get_peak_flops` in
+/// `nanochat/common.py`) and prints the peak it took (`GPU: ... | Peak FLOPS (BF16): 7.10e+13`), which
+/// the audit reads from the log before it asks this emulation.
+pub const NANOCHAT: Lookup = Lookup {
+    framework: "nanochat",
+    source: "karpathy/nanochat scripts/base_train.py @ 3a5e0bc (to 2955650, after which the log prints its peak)",
+    lower: false,
+    matching: Matching::Substring,
+    rules: &[has(&[], Then::Flops(989e12))],
+    table: &[],
+    fallback: None,
+    unknown: "",
+    precisions: None,
+};
+
 /// volcengine/verl `verl/utils/flops_counter.py` `get_device_flops` at b178a3c (2026-01-29): the
 /// first key of `_DEVICE_FLOPS`, in reverse sorted order, that the name holds; unknown devices get
 /// infinity (MFU 0).
@@ -785,9 +802,10 @@ pub const LLMC: Lookup = Lookup {
 };
 
 /// Every emulated lookup, by framework name.
-pub const LOOKUPS: [&Lookup; 7] = [
+pub const LOOKUPS: [&Lookup; 8] = [
     &TORCHTITAN,
     &NANOGPT,
+    &NANOCHAT,
     &VERL,
     &LIGHTNING,
     &COMPOSER,
@@ -854,8 +872,12 @@ mod tests {
         assert_eq!(peak(&VERL, "NVIDIA H200", Dtype::Bf16), Some(989e12));
         assert_eq!(peak(&VERL, "NVIDIA H20", Dtype::Bf16), Some(148e12));
         assert_eq!(peak(&VERL, "NVIDIA GeForce RTX 4090", Dtype::Bf16), None);
-        // nanoGPT: the A100 whatever the device.
+        // nanoGPT: the A100 whatever the device; nanochat's first versions: the H100 SXM.
         assert_eq!(peak(&NANOGPT, "Apple M2", Dtype::Fp32), Some(312e12));
+        assert_eq!(
+            peak(&NANOCHAT, "NVIDIA GeForce RTX 4090", Dtype::Bf16),
+            Some(989e12)
+        );
         // OLMo-core: BF16 only; the A100 for anything but H100 and B200.
         assert_eq!(
             peak(&OLMO_CORE, "NVIDIA H100 80GB HBM3", Dtype::Bf16),

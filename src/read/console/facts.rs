@@ -319,6 +319,14 @@ impl ConfigFacts {
             .trim_matches(['\'', '"', ','])
             .trim_end_matches('.')
             .to_string();
+        // A peak named for its precision (nanochat's `Peak FLOPS (BF16): 7.10e+13`) says the precision
+        // the MFU is of, too.
+        if fact == Fact::LoggedPeakFlops {
+            let named = key.rsplit('_').next().unwrap_or(key);
+            if vocabulary().fact(named, self.framework) == Some(Fact::DtypeFlags) {
+                self.offer(Fact::DtypeFlags, named, number, &text, origin);
+            }
+        }
         // A precision is a word of the precision vocabulary, never a number (a metric named
         // `precision` is a classification score); a flag is a boolean that is on. A count (devices,
         // a batch, a length, a model dimension) is a whole number: `'completions/max_length': 71.4` is
