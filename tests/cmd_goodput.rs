@@ -531,3 +531,24 @@ fn a_run_folder_of_one_log_per_launch_is_one_run_its_files_in_order_of_time() {
         assert_eq!(run[key], whole[key], "{key}");
     }
 }
+
+/// A batch counter that starts again every epoch, the epoch beside it and no total printed (MXNet's
+/// `Epoch[1] Batch [20-40]`, an MLPerf ResNet-50 log): a new epoch goes on from the last, it is no
+/// relaunch. Read as one attempt with no step redone; before, each epoch was an attempt that threw the
+/// last one's steps away (goodput 2.8%).
+#[test]
+fn a_counter_that_restarts_every_epoch_is_no_relaunch() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs/mxnet__mlperf-v1-dell-resnet50-2x8xa100-pcie.log");
+    let wd = Workdir::new("goodput_epochs");
+    let rows = goodput_rows(&wd, &log, &[]);
+    assert_eq!(rows.len(), 1);
+    let run = &rows[0];
+    assert_eq!(run["attempts"], "1");
+    assert_eq!(number(run, "steps_redone"), 0.0);
+    buckets_add_up(run);
+    // 17:01:54 to 17:22:51 by the line timestamps; productive time is the rows' step times (samples a
+    // step over the logged rate), most of it.
+    let goodput = number(run, "goodput");
+    assert!((0.9..=1.0).contains(&goodput), "{goodput}");
+}

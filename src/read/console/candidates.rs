@@ -285,15 +285,18 @@ pub(super) fn logged_clocks(
 /// The step of each row where the family's counter restarts every epoch (`Epoch: [3] [ 50/1251]`,
 /// `Train: 2 [5000/10009]`, `Epoch [2][500/14659]`): the epoch a row is in, from the column whose value
 /// moves exactly where the counter goes back, times the counter's total `N`, plus the counter. Epochs
-/// counted from 0 where one is 0, else from 1. `None` where the counter never goes back, no column
-/// moves with it, or its total is not printed. Gives the steps and the words that say how.
+/// counted from 0 where one is 0, else from 1. Where the total is not printed (MMDetection's JSON
+/// lines, MXNet's `Epoch[2] Batch [100-120]`), `N` is the largest count logged in an epoch: at most one
+/// logging interval short of the epoch's length, so the steps keep their order across epochs (a new
+/// epoch is not a relaunch) while each is off by less than an interval an epoch. `None` where the
+/// counter never goes back or no column moves with it. Gives the steps and the words that say how.
 pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, String)> {
     let counter = values(table, step);
-    let per_epoch = table
+    let printed = table
         .totals
         .iter()
         .find(|(c, _)| *c == step)
-        .map(|(_, n)| *n)?;
+        .map(|(_, n)| *n);
     let back = |r: usize| counter[r] < counter[r - 1];
     let n = table.height;
     if !(1..n).any(|r| counter[r].is_finite() && counter[r - 1].is_finite() && back(r)) {
@@ -336,13 +339,29 @@ pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, Strin
     })?;
     let e = values(table, epoch);
     let base = if e.contains(&0.0) { 0.0 } else { 1.0 };
+    let largest = counter
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(f64::NAN, f64::max);
+    let (per_epoch, total) = match printed {
+        Some(n) => (n, String::new()),
+        None if largest > 0.0 => (
+            largest,
+            format!(
+                " (no total printed: {largest}, the largest '{}' logged, stands for an epoch's length)",
+                table.names[step]
+            ),
+        ),
+        None => return None,
+    };
     let steps = (0..n)
         .map(|r| (e[r] - base) * per_epoch + counter[r])
         .collect();
     Some((
         steps,
         format!(
-            "step = ('{}'{}) x {per_epoch} + '{}': the counter restarts every epoch",
+            "step = ('{}'{}) x {per_epoch} + '{}': the counter restarts every epoch{total}",
             table.names[epoch],
             if base == 1.0 { " - 1" } else { "" },
             table.names[step]
@@ -367,6 +386,29 @@ mod tests {
                 .collect(),
             totals: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_counter_that_restarts_each_epoch_is_made_global_with_or_without_its_total() {
+        // MXNet's `Epoch[0] Batch [20-40]`: no total printed; the largest count logged (60) stands in.
+        let mut t = table(&[
+            ("Epoch", &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0]),
+            ("Batch", &[20.0, 40.0, 60.0, 20.0, 40.0, 60.0, 20.0]),
+        ]);
+        let (steps, how) = global_step(&t, 1).unwrap();
+        assert_eq!(steps, [20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]);
+        assert!(how.contains("no total printed: 60"), "{how}");
+        // With the total printed (`[20/64]`), the total, not the largest count.
+        t.totals.push((1, 64.0));
+        let (steps, how) = global_step(&t, 1).unwrap();
+        assert_eq!(steps[3], 64.0 + 20.0);
+        assert!(!how.contains("no total"), "{how}");
+        // A counter that goes back while the epoch stays is a relaunch, not an epoch: no global step.
+        let t = table(&[
+            ("Epoch", &[0.0, 0.0, 0.0, 0.0, 0.0]),
+            ("Batch", &[20.0, 40.0, 60.0, 20.0, 40.0]),
+        ]);
+        assert!(global_step(&t, 1).is_none());
     }
 
     #[test]
