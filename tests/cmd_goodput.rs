@@ -552,3 +552,57 @@ fn a_counter_that_restarts_every_epoch_is_no_relaunch() {
     let goodput = number(run, "goodput");
     assert!((0.9..=1.0).contains(&goodput), "{goodput}");
 }
+
+/// One step printed on several lines with no time between (ranks without a rank tag, as MLPerf's Mask
+/// R-CNN log with eight lines of each `iter`, one of them timestamped; a progress bar drawn again at the
+/// same elapsed time, as a TRL GRPO console) is one row and no relaunch; a step printed again after a
+/// relaunch's start-up lines is a relaunch that redid it.
+#[test]
+fn a_step_printed_again_with_no_time_between_is_one_step_not_a_relaunch() {
+    let logs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+    let wd = Workdir::new("goodput_repeats");
+    for (log, rows) in [
+        (
+            "maskrcnn-benchmark__mlperf-v1-nvidia-maskrcnn-dgxa100-8gpu.log",
+            27,
+        ),
+        ("trl__trldapo-grpo-qwen25vl-3b-1gpu.log", 189),
+    ] {
+        let run = &goodput_rows(&wd, &logs.join(log), &[])[0];
+        assert_eq!(run["attempts"], "1", "{log}");
+        assert_eq!(number(run, "steps_redone"), 0.0, "{log}");
+        let out = wd
+            .mfu()
+            .args(["enrich", "-o", "-", "-v"])
+            .arg(logs.join(log))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("of a step already read"), "{err}");
+        assert!(err.contains(&format!("console log, {rows} rows")), "{err}");
+    }
+    // Four ranks' lines of each step (one timestamped), then a relaunch that resumes at step 20 and
+    // prints step 20 again after its start-up lines.
+    let mut text = String::new();
+    for (step, at) in [(10, "10:00:10"), (20, "10:00:20")] {
+        for rank in 0..4 {
+            let stamp = if rank == 0 {
+                format!("2026-01-05 {at} ")
+            } else {
+                String::new()
+            };
+            text.push_str(&format!("{stamp}iter: {step}  loss: 2.{rank}  time: 1.0\n"));
+        }
+    }
+    text.push_str("Traceback (most recent call last):\nRuntimeError: NCCL timeout\n");
+    text.push_str("launching again\nloading checkpoint of step 10\nbuilding the model\n");
+    for (step, at) in [(20, "10:05:20"), (30, "10:05:30")] {
+        text.push_str(&format!(
+            "2026-01-05 {at} iter: {step}  loss: 1.9  time: 1.0\n"
+        ));
+    }
+    let log = wd.create("ranks.log", text);
+    let run = &goodput_rows(&wd, &log, &[])[0];
+    assert_eq!(run["attempts"], "2");
+    assert_eq!(number(run, "steps_redone"), 10.0);
+}

@@ -188,6 +188,12 @@ pub(super) fn choose(
             rows.retain(&keep);
         }
     }
+    let again = lines_of_a_step_read_again(&mut rows, &family.0);
+    if again > 0 {
+        notes.push(format!(
+            "{again} line(s) of a step already read, with no time between (other ranks' lines without a rank tag, or a progress bar drawn again), left out: a step is one row"
+        ));
+    }
     // Repeats of one step in a row (several ranks writing the same line without a tag) count once.
     if rows.repeats > 0 {
         notes.push(format!(
@@ -247,4 +253,63 @@ pub(super) fn choose(
         chosen,
         row_lines,
     })
+}
+
+/// Leaves out the rows that give again a step the row before gave, with no time between them: several
+/// ranks printing their own values of one step without a rank tag (MLPerf's Mask R-CNN: eight lines of
+/// `iter: 50`, one of them timestamped), or a progress bar drawn again after a block of other lines at
+/// the same elapsed time. No time between is: line timestamps under a second apart where both rows have
+/// one, else the same elapsed time where a column counts it, else at most two other lines between (a
+/// relaunch prints more before its first step). Of each
+/// such run of rows, the first with a timestamp is kept (else the first). A step printed again after
+/// time passed is a relaunch that redid it, and stays. Gives the rows left out.
+fn lines_of_a_step_read_again(rows: &mut FamilyRows, step_key: &str) -> usize {
+    let Some(&step) = rows.column_of.get(step_key) else {
+        return 0;
+    };
+    let n = rows.height();
+    let elapsed: Vec<usize> = (0..rows.names.len())
+        .filter(|&c| c != step && rows.names[c].to_ascii_lowercase().contains("elapsed"))
+        .collect();
+    let stamped = |r: usize| !rows.wall_times[r].is_nan();
+    let no_time_between = |a: usize, b: usize| {
+        if stamped(a) && stamped(b) {
+            return (rows.wall_times[b] - rows.wall_times[a]).abs() < 1.0;
+        }
+        let clock = elapsed.iter().find(|&&c| {
+            !rows.columns[c].numbers[a].is_nan() && !rows.columns[c].numbers[b].is_nan()
+        });
+        match clock {
+            Some(&c) => rows.columns[c].numbers[a] == rows.columns[c].numbers[b],
+            // A relaunch prints its banner, configuration and start-up lines before its first step;
+            // rank lines and a repeat of one (counted once above) come within a line or two.
+            None => rows.lines[b] <= rows.lines[a] + 3,
+        }
+    };
+    let steps = &rows.columns[step].numbers;
+    let mut keep = vec![true; n];
+    let mut start = 0;
+    while start < n {
+        // The run of rows from `start` that give its step again, each with no time since the one before.
+        let mut end = start + 1;
+        while end < n
+            && !steps[start].is_nan()
+            && steps[end] == steps[start]
+            && no_time_between(end - 1, end)
+        {
+            end += 1;
+        }
+        if end - start > 1 {
+            let chosen = (start..end).find(|&r| stamped(r)).unwrap_or(start);
+            for (r, k) in keep.iter_mut().enumerate().take(end).skip(start) {
+                *k = r == chosen;
+            }
+        }
+        start = end;
+    }
+    let left_out = keep.iter().filter(|k| !**k).count();
+    if left_out > 0 {
+        rows.retain(&keep);
+    }
+    left_out
 }
