@@ -606,3 +606,28 @@ fn a_step_printed_again_with_no_time_between_is_one_step_not_a_relaunch() {
     assert_eq!(run["attempts"], "2");
     assert_eq!(number(run, "steps_redone"), 10.0);
 }
+
+/// so-vits-svc (tests/data/logs, its expect.json reads the launches by hand): seven launches appended in
+/// one file, each a configuration dump and `Loaded checkpoint './logs\32k\G_N.pth'`; the first three
+/// logged no step. A relaunch's first step line has no time of its own (nothing of its launch came
+/// before it), and two of them print the step the last attempt ended on (10000, 11000): the checkpoint
+/// line, and the step going back, each start an attempt even where that row is left out as untimed.
+#[test]
+fn seven_appended_launches_of_a_real_run_are_five_attempts_with_steps() {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs/so-vits-svc__skwths-dodo-32k-7-launches.log");
+    let wd = Workdir::new("goodput_sovits");
+    let run = &goodput_rows(&wd, &log, &[])[0];
+    assert_eq!(run["attempts"], "5");
+    // Steps 6000-6200 and 19000-19200 ran twice (200 each; a row every 200 steps).
+    assert_eq!(number(run, "steps_redone"), 400.0);
+    assert_eq!(number(run, "steps_kept"), 20000.0);
+    // The first step line (excerpt line 14, 2023-02-18 17:38:38,439) to the last (line 699, 2023-02-19
+    // 20:39:37,874): 97,259.435 s.
+    assert!((number(run, "elapsed_s") - 97_259.435).abs() < 0.001);
+    // The four gaps from an attempt's last step line to the next one's first: lines 214 -> 221 (626.358
+    // s), 349 -> 357 (2,664.450), 389 -> 397 (6,860.750), 661 -> 667 (69,905.695).
+    let gaps = 626.358 + 2_664.450 + 6_860.750 + 69_905.695;
+    assert!((number(run, "recovery_s") - gaps).abs() < 0.002);
+    buckets_add_up(run);
+}

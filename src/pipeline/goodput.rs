@@ -390,14 +390,20 @@ pub fn goodput_runs(
             }
             // Where steps are timed, a row without a time is no step (an evaluation row), nor is a
             // launch's summary: its time is the gap around it, and a relaunch it marks passes to the
-            // next row.
+            // next row, as does one its step shows by going back (a relaunch's first row, untimed
+            // because nothing of its launch came before it).
             let all = rows.len();
             if rows.iter().any(|r| r.step_time.is_some() && !r.summary) {
                 let mut carried = false;
+                let mut last_step: Option<f64> = None;
                 rows.retain_mut(|r| {
                     let step = r.step_time.is_some() && !r.summary;
+                    let back = matches!((last_step, r.step), (Some(l), Some(s)) if s < l);
                     r.restart |= carried;
-                    carried = !step && r.restart;
+                    carried = !step && (r.restart || back);
+                    if step || back {
+                        last_step = r.step.or(last_step);
+                    }
                     step
                 });
             }
