@@ -631,3 +631,56 @@ fn seven_appended_launches_of_a_real_run_are_five_attempts_with_steps() {
     assert!((number(run, "recovery_s") - gaps).abs() < 0.002);
     buckets_add_up(run);
 }
+
+/// torchtitan writes each launch's TensorBoard events to a dated folder of its own (`tb/20260505-0152/`,
+/// `tb/20260505-0305/`, ...): the launches of one run, not one run each. The resumed tensorboardX run of
+/// fixtures/tensorboard/runs/tbx, its two event files put in two dated folders, reads as the one folder
+/// of both files does: one run of two attempts, to the same figures. Dated folders whose wall times
+/// overlap ran side by side and stay separate runs.
+#[test]
+fn dated_launch_folders_of_one_run_are_its_attempts() {
+    let wd = Workdir::new("goodput_launch_folders");
+    let tbx = crate::util::fixtures().join("tensorboard/runs/tbx");
+    let files = [
+        "events.out.tfevents.1700000000.host.1.0",
+        "events.out.tfevents.1700001000.host.2.0",
+    ];
+    for (folder, file) in ["20231114-2213", "20231114-2230"].iter().zip(files) {
+        wd.create(
+            &format!("tb/{folder}/{file}"),
+            std::fs::read(tbx.join(file)).unwrap(),
+        );
+    }
+    let rows = goodput_rows(&wd, &wd.path("tb"), &[]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let joined = &rows[0];
+    let whole = &goodput_rows(&wd, &tbx, &[])[0];
+    for column in [
+        "attempts",
+        "steps_executed",
+        "steps_kept",
+        "steps_redone",
+        "elapsed_s",
+        "productive_s",
+        "recovery_s",
+        "goodput",
+    ] {
+        assert_eq!(joined[column], whole[column], "{column}");
+    }
+    assert_eq!(joined["attempts"], "2");
+    assert!(
+        joined["notes"].contains("2 launch folders of '")
+            && joined["notes"].contains("read as one run, each an attempt"),
+        "{}",
+        joined["notes"]
+    );
+    assert!(joined["run_id"].ends_with("tb"), "{joined:?}");
+    // The same first file in two dated folders: one ran beside the other, two runs.
+    for folder in ["20231114-2213", "20231114-2214"] {
+        wd.create(
+            &format!("side/{folder}/{}", files[0]),
+            std::fs::read(tbx.join(files[0])).unwrap(),
+        );
+    }
+    assert_eq!(goodput_rows(&wd, &wd.path("side"), &[]).len(), 2);
+}

@@ -74,7 +74,9 @@ pub struct SourceArgs {
     pub logged_convention: Option<mfu::conventions::Convention>,
 
     /// Use COLUMN for FIELD instead of detecting it (FIELD: run_id, step, step_time, fwd_bwd_time, tokens,
-    /// samples, num_devices, device_name, dtype, flops_per_token, flops_per_sample). Repeatable.
+    /// samples, num_devices, device_name, dtype, flops_per_token, flops_per_sample; token_rate or
+    /// sample_rate: a rate of all devices the log measured, the throughput of rows with no step time or
+    /// count). Repeatable.
     #[arg(long = "map", value_name = "FIELD=COLUMN", value_parser = parse_mapping)]
     pub map: Vec<(Field, String)>,
 

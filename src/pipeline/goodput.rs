@@ -171,6 +171,146 @@ pub struct WallTimes {
     pub refused: Vec<String>,
 }
 
+/// A run's rows by input (the input's index, its rows), the column its wall times came from, its
+/// inputs, and the notes on it (the columns passed over as no clock).
+type Gathered = (
+    Vec<(usize, Vec<Row>)>,
+    Option<String>,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Whether a folder's name is the date and time a launch made it (torchtitan's TensorBoard folder of
+/// each launch, `20260505-0152`; `2026-05-05_01-52-03`): at least eight digits, and nothing but digits
+/// and the separators of a timestamp.
+fn dated_folder(name: &str) -> bool {
+    let digits = name.chars().filter(char::is_ascii_digit).count();
+    digits >= 8
+        && name
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '-' | '_' | ':' | '.' | 'T'))
+}
+
+/// Runs keyed by a run_id that is a dated folder (see [`dated_folder`]) of one parent folder, whose
+/// wall times follow one another without overlapping, are the launches of one run: torchtitan writes
+/// each launch's TensorBoard events to a folder of its own (`tb/20260505-0152/`, `tb/20260505-0305/`),
+/// so a run relaunched 24 times would read as 25 runs of one attempt each. They are joined into one run
+/// keyed by the parent folder (the argument, where they are its own folders), each launch's rows an
+/// input of it (so each later one starts an attempt), with a note naming them. Folders whose wall times
+/// overlap ran side by side: separate runs.
+fn join_launch_folders(
+    key_names: &[String],
+    order: Vec<Vec<Option<String>>>,
+    runs: Vec<Gathered>,
+    argument_of: impl Fn(usize) -> String,
+) -> (Vec<Vec<Option<String>>>, Vec<Gathered>) {
+    if key_names != ["run_id"] {
+        return (order, runs);
+    }
+    let parent_of = |key: &[Option<String>], run: &Gathered| -> Option<String> {
+        let id = key.first()?.as_deref()?;
+        let (parent, name) = match id.rsplit_once('/') {
+            Some((parent, name)) => (parent.to_string(), name),
+            None => (argument_of(run.0.first()?.0), id),
+        };
+        dated_folder(name).then_some(parent)
+    };
+    let span = |run: &Gathered| {
+        let walls = run
+            .0
+            .iter()
+            .flat_map(|(_, rows)| rows.iter())
+            .filter_map(|r| r.wall_time);
+        walls.fold(None, |s: Option<(f64, f64)>, w| {
+            Some(s.map_or((w, w), |(a, b)| (a.min(w), b.max(w))))
+        })
+    };
+    // The members of each parent, in order of first appearance.
+    let mut families: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, key) in order.iter().enumerate() {
+        if let Some(parent) = parent_of(key, &runs[i]) {
+            match families.iter_mut().find(|(p, _)| *p == parent) {
+                Some((_, members)) => members.push(i),
+                None => families.push((parent, vec![i])),
+            }
+        }
+    }
+    let mut joined_into: Vec<Option<usize>> = vec![None; order.len()];
+    let mut notes: Vec<(usize, String)> = Vec::new();
+    for (parent, members) in &families {
+        if members.len() < 2 {
+            continue;
+        }
+        let mut spans: Vec<(f64, f64)> = Vec::with_capacity(members.len());
+        for &m in members {
+            match span(&runs[m]) {
+                Some(s) => spans.push(s),
+                None => break,
+            }
+        }
+        if spans.len() < members.len() {
+            continue;
+        }
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if spans.windows(2).any(|w| w[1].0 < w[0].1) {
+            continue;
+        }
+        let first = members[0];
+        for &m in &members[1..] {
+            joined_into[m] = Some(first);
+        }
+        let names: Vec<String> = members
+            .iter()
+            .filter_map(|&m| order[m][0].clone())
+            .collect();
+        notes.push((
+            first,
+            format!(
+                "{} launch folders of '{parent}' read as one run, each an attempt (their wall times follow one another): {}",
+                members.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    if joined_into.iter().all(Option::is_none) {
+        return (order, runs);
+    }
+    let mut slots: Vec<Option<Gathered>> = runs.into_iter().map(Some).collect();
+    for (m, into) in joined_into.iter().enumerate() {
+        if let Some(into) = *into {
+            let (chunks, _, sources, refused) = slots[m].take().expect("joined once");
+            let target = slots[into].as_mut().expect("a family's first is kept");
+            target.0.extend(chunks);
+            for s in sources {
+                if !target.2.contains(&s) {
+                    target.2.push(s);
+                }
+            }
+            for r in refused {
+                if !target.3.contains(&r) {
+                    target.3.push(r);
+                }
+            }
+        }
+    }
+    let mut out_order = Vec::new();
+    let mut out_runs = Vec::new();
+    for (i, (key, slot)) in order.into_iter().zip(slots).enumerate() {
+        let Some(mut run) = slot else { continue };
+        let key = match notes.iter().find(|(f, _)| *f == i) {
+            Some((_, note)) => {
+                let parent = parent_of(&key, &run);
+                run.3.push(note.clone());
+                vec![parent]
+            }
+            None => key,
+        };
+        out_order.push(key);
+        out_runs.push(run);
+    }
+    (out_order, out_runs)
+}
+
 /// The goodput of every run over `loaded` (each input with its display name): the key column names and
 /// the runs in order of first appearance. Runs are keyed by `by`, else by the run_id field, else each
 /// argument the user gave is one run, all its files included (`input`): a run's files are read in order
@@ -187,15 +327,6 @@ pub fn goodput_runs(
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
     // Whether each input's step times are its run clock differenced (W&B's `_runtime`).
     let mut clock_timed = vec![false; loaded.len()];
-    // Each run's rows by input (the input's index, its rows), the column its wall times came from, and
-    // its inputs.
-    // and the columns passed over as no clock.
-    type Gathered = (
-        Vec<(usize, Vec<Row>)>,
-        Option<String>,
-        Vec<String>,
-        Vec<String>,
-    );
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     for (input, ((display, l), group)) in loaded.iter().zip(groups).enumerate() {
@@ -336,6 +467,9 @@ pub fn goodput_runs(
             }
         }
     }
+    let (order, runs) = join_launch_folders(&key_names, order, runs, |input| {
+        loaded[input].1.argument.clone()
+    });
     let measured = order
         .into_iter()
         .zip(runs)
