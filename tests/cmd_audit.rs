@@ -418,3 +418,27 @@ fn nanochat_is_named_by_its_own_keys_and_its_printed_peak_wins() {
     near(&row, "mfu", 0.3860, 1e-3);
     near(&row, "ratio", 1.0, 1e-4);
 }
+
+/// A framework is named only on a marker of its own: llm.c by its `norm` beside `bf16 MFU`, nanochat by
+/// its `lrm`. A loop that logs a `bf16_mfu` and neither is an unknown framework's, and says so.
+#[test]
+fn a_figure_name_alone_names_no_framework() {
+    let wd = Workdir::new("audit_unknown");
+    let log = wd.create(
+        "loop.log",
+        "step 10 | loss 2.31 | dt: 500.0ms | bf16_mfu: 40.10\n\
+         step 20 | loss 2.21 | dt: 501.0ms | bf16_mfu: 40.02\n\
+         step 30 | loss 2.11 | dt: 499.0ms | bf16_mfu: 40.20\n",
+    );
+    let mut rows = ok_csv(
+        wd.mfu()
+            .args(["audit", "--quiet", "--format", "csv"])
+            .arg(&log),
+    );
+    let row = rows.remove(0);
+    assert_eq!(row["framework"], "an unknown framework");
+    assert_eq!(row["figure"], "bf16_mfu");
+    let llmc = audited("llmc__llm-kittens-rtx5090.log", &[]);
+    assert_eq!(llmc["framework"], "llm.c");
+    assert_eq!(llmc["recognised_by"], "its columns 'bf16 MFU (%)', 'norm'");
+}
