@@ -1197,55 +1197,45 @@ struct RateOutputs<'a> {
 
 /// Rows with no throughput (no step time, or no count, to divide) but a rate the log measured, of all
 /// devices in the unit of the work: that rate is their throughput, and achieved FLOP/s and MFU follow
-/// from it as from a division (`rate x FLOPs a unit / devices`, over the peak). Rows the division
-/// filled keep its figure: where both exist the reading has already checked them against each other.
-/// A filled row no longer counts as one with a bad step time or a null MFU.
+/// from it as from a division: a rate is the work of one second, so the row loop's own arithmetic
+/// ([`row_values`]) gives them, with its rules for what is valid. Rows the division filled keep its
+/// figure: where both exist the reading has already checked them against each other. A filled row no
+/// longer counts as one with a bad step time or a null MFU.
 fn fill_from_logged_rate(
     values: &FieldValues,
     peak: &Floats,
     out: &mut RateOutputs<'_>,
     stats: &mut ComputeStats,
 ) {
+    let value = |numbers: &Numbers, row: usize| numbers.get(row).unwrap_or(f64::NAN);
     for row in 0..values.height {
         if out.rate.get(row).is_some() {
             continue;
         }
-        let Some(rate) = values.rate.get(row).filter(|r| r.is_finite() && *r >= 0.0) else {
+        let one_second = row_values(
+            1.0,
+            f64::NAN,
+            value(&values.rate, row),
+            value(&values.num_devices, row),
+            value(&values.flops_per_token, row),
+            peak.get(row).unwrap_or(f64::NAN),
+        );
+        if !one_second.tps.is_finite() {
             continue;
-        };
-        out.rate.set(row, rate);
+        }
+        out.rate.set(row, one_second.tps);
         stats.logged_rate_rows += 1;
-        let step_ok = values
-            .step_time_s
-            .get(row)
-            .is_some_and(|t| t.is_finite() && t > 0.0);
-        if !step_ok {
+        let step_time = value(&values.step_time_s, row);
+        if !(step_time.is_finite() && step_time > 0.0) {
             stats.bad_step_time_rows = stats.bad_step_time_rows.saturating_sub(1);
         }
-        let devices = values
-            .num_devices
-            .get(row)
-            .filter(|d| d.is_finite() && *d > 0.0);
-        let flops = values
-            .flops_per_token
-            .get(row)
-            .filter(|f| f.is_finite() && *f >= 0.0);
-        let Some(achieved) = devices
-            .zip(flops)
-            .map(|(d, f)| rate * f / d)
-            .filter(|a| a.is_finite())
-        else {
-            continue;
-        };
-        out.achieved.set(row, achieved);
-        if let Some(mfu) = peak
-            .get(row)
-            .map(|p| achieved / p)
-            .filter(|m| m.is_finite())
-        {
-            out.mfu.set(row, mfu);
+        if one_second.achieved.is_finite() {
+            out.achieved.set(row, one_second.achieved);
+        }
+        if one_second.mfu.is_finite() {
+            out.mfu.set(row, one_second.mfu);
             stats.null_mfu_rows = stats.null_mfu_rows.saturating_sub(1);
-            if mfu > 1.0 {
+            if one_second.mfu > 1.0 {
                 stats.mfu_above_one_rows += 1;
             }
         }
@@ -1457,18 +1447,8 @@ mod tests {
             tokens: column(2),
             num_devices: column(3),
             flops_per_token: column(4),
-            unit: WorkUnit::Tokens,
-            samples: Numbers::Missing,
             device,
-            dtype: Texts::Constant("bf16".into()),
-            logged_mfu: Numbers::Missing,
-            rate: Numbers::Missing,
-            sample_rate: Numbers::Missing,
-            steps: Vec::new(),
-            runs: Vec::new(),
-            spans: None,
-            non_numeric: Vec::new(),
-            column_warnings: Vec::new(),
+            ..bf16_tokens(n)
         };
         let resolver = Resolver::builtin();
         let run = |threads: usize| {
@@ -1533,21 +1513,11 @@ mod tests {
             tokens: Numbers::Constant(1000.0),
             num_devices: Numbers::Constant(1.0),
             flops_per_token: Numbers::Constant(1e9),
-            unit: WorkUnit::Tokens,
-            samples: Numbers::Missing,
             device: Texts::Coded {
                 codes: codes.clone(),
                 values: names.iter().map(|s| Some(s.to_string())).collect(),
             },
-            dtype: Texts::Constant("bf16".into()),
-            logged_mfu: Numbers::Missing,
-            rate: Numbers::Missing,
-            sample_rate: Numbers::Missing,
-            steps: Vec::new(),
-            runs: Vec::new(),
-            spans: None,
-            non_numeric: Vec::new(),
-            column_warnings: Vec::new(),
+            ..bf16_tokens(n)
         };
         let computed = compute_values(&values, &Resolver::builtin(), Extras::default());
         let want = [Some(989.4e12), Some(312e12), None];
@@ -1558,6 +1528,31 @@ mod tests {
         assert_eq!(computed.runs.iter().count(), n);
         let unresolved: usize = computed.stats.unresolved.iter().map(|(_, r)| r).sum();
         assert_eq!(unresolved, codes.iter().filter(|c| **c == 2).count());
+    }
+
+    /// `height` rows of a bf16 run counted in tokens, every other field missing or empty: the base the
+    /// tests fill in.
+    fn bf16_tokens(height: usize) -> FieldValues {
+        FieldValues {
+            height,
+            step_time_s: Numbers::Missing,
+            fwd_bwd_time_s: Numbers::Missing,
+            tokens: Numbers::Missing,
+            num_devices: Numbers::Missing,
+            flops_per_token: Numbers::Missing,
+            unit: WorkUnit::Tokens,
+            samples: Numbers::Missing,
+            device: Texts::Missing,
+            dtype: Texts::Constant("bf16".into()),
+            logged_mfu: Numbers::Missing,
+            rate: Numbers::Missing,
+            sample_rate: Numbers::Missing,
+            steps: Vec::new(),
+            runs: Vec::new(),
+            spans: None,
+            non_numeric: Vec::new(),
+            column_warnings: Vec::new(),
+        }
     }
 
     #[test]
@@ -1571,18 +1566,9 @@ mod tests {
             tokens: Numbers::Column(vec![Some(8e5), Some(8e5), Some(8e5), None, None]),
             num_devices: Numbers::Constant(8.0),
             flops_per_token: Numbers::Constant(1e9),
-            unit: WorkUnit::Tokens,
-            samples: Numbers::Missing,
             device: Texts::Constant("NVIDIA H100 80GB HBM3".into()),
-            dtype: Texts::Constant("bf16".into()),
-            logged_mfu: Numbers::Missing,
             rate: Numbers::Column(vec![Some(1e6), None, Some(3e6), Some(4e6), None]),
-            sample_rate: Numbers::Missing,
-            steps: Vec::new(),
-            runs: Vec::new(),
-            spans: None,
-            non_numeric: Vec::new(),
-            column_warnings: Vec::new(),
+            ..bf16_tokens(5)
         };
         let computed = compute_values(&values, &Resolver::builtin(), Extras::default());
         let column = |name: &str| {

@@ -8,6 +8,18 @@
 
 use crate::util::{csv_rows, enrich_ok, number, Workdir};
 
+/// Eight H100s in bf16 at 1e9 FLOPs a token: the facts a generated log does not print.
+const H100_FLAGS: [&str; 8] = [
+    "--device",
+    "NVIDIA H100 80GB HBM3",
+    "--dtype",
+    "bf16",
+    "--num-devices",
+    "8",
+    "--flops-per-token",
+    "1e9",
+];
+
 fn logs() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs")
 }
@@ -343,22 +355,12 @@ fn a_log_larger_than_its_detected_head_streams_to_what_it_reads_whole() {
         ));
     }
     let path = wd.create("big.log", &log);
-    let flags = [
-        "--device",
-        "NVIDIA H100 80GB HBM3",
-        "--dtype",
-        "bf16",
-        "--num-devices",
-        "8",
-        "--flops-per-token",
-        "1e9",
-    ];
     let streamed = wd
         .mfu()
         .arg("enrich")
         .arg(&path)
         .args(["-o", "-"])
-        .args(flags)
+        .args(H100_FLAGS)
         .output()
         .unwrap();
     assert!(
@@ -374,7 +376,7 @@ fn a_log_larger_than_its_detected_head_streams_to_what_it_reads_whole() {
         .arg("enrich")
         .arg(&gz_path)
         .args(["-o", "-"])
-        .args(flags)
+        .args(H100_FLAGS)
         .output()
         .unwrap();
     assert!(
@@ -721,17 +723,7 @@ fn a_logged_rate_alone_gives_throughput_and_mfu() {
         "step 10 | loss 2.31 | tokens/s 120000\nstep 20 | loss 2.21 | tokens/s 121000\n\
          step 30 | loss 2.11 | tokens/s 119000\nstep 40 | loss 2.01 | tokens/s 122000\n",
     );
-    let flags = [
-        "--device",
-        "NVIDIA H100 80GB HBM3",
-        "--dtype",
-        "bf16",
-        "--num-devices",
-        "8",
-        "--flops-per-token",
-        "1e9",
-        "-v",
-    ];
+    let flags = [&H100_FLAGS[..], &["-v"]].concat();
     let (rows, err) = enrich_ok(&global, &flags);
     assert!(!err.contains("no count a step"), "{err}");
     assert!(!err.contains("no step timing"), "{err}");
