@@ -184,7 +184,7 @@ pub struct RunsOutputArgs {
     pub format: Option<RunsFormat>,
 
     /// Write to FILE instead of standard output (format from its extension unless --format); a URL
-    /// (s3://, gs://, az://, http(s)://) is written there.
+    /// (s3://, gs://, az://, http(s)://) is written there; `-` is standard output, as for `mfu enrich`.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -228,7 +228,12 @@ pub fn run_per_run(
     out: &RunsOutputArgs,
     produce: impl FnOnce(&[(String, mfu::pipeline::Loaded)], RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
-    let (output, format, force) = (out.output.as_deref(), out.format, out.force);
+    // `-o -` is standard output, as it is for `mfu enrich`, not a file named `-`.
+    let output = out
+        .output
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"));
+    let (format, force) = (out.format, out.force);
     let plan = source.plan_of(options)?;
     let remote = match output {
         Some(path) => source::remote_output(path, &plan, force)?,
