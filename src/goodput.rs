@@ -38,6 +38,9 @@ pub enum Mark {
     Evaluation,
     /// A checkpoint was saved (`Saving the checkpoint`).
     Checkpoint,
+    /// A launch ran that logged no training step (it died at start-up, found no device, was killed
+    /// before its first step). On the row after it, or on a row past the last where none came after.
+    LaunchWithoutSteps,
 }
 
 /// One row of a run, as the log gives it.
@@ -66,6 +69,8 @@ pub struct Row {
     pub run_clock: Option<f64>,
     /// The row stands for a whole run or launch (a summary's run-mean step time), not for its steps.
     pub summary: bool,
+    /// Launches that logged no training step, just before this row (or, on a run's last row, after it).
+    pub launches_without_steps: usize,
 }
 
 /// Seconds by which wall time less run time must jump between two rows for the run to have been down
@@ -77,6 +82,9 @@ pub const DOWN_AT_LEAST_S: f64 = 10.0;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Goodput {
     pub attempts: usize,
+    /// Launches that logged no training step: not attempts (no step of theirs is in any bucket), their
+    /// time in the gap around them.
+    pub launches_without_steps: usize,
     pub steps_executed: f64,
     pub steps_kept: f64,
     pub steps_redone: f64,
@@ -160,6 +168,7 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
     }
     out.attempts = starts.len();
+    out.launches_without_steps = rows.iter().map(|r| r.launches_without_steps).sum();
     out.attempt_steps = starts[1..].iter().filter_map(|&i| rows[i].step).collect();
     // Each row's attempt, and whether it is its attempt's first.
     let mut attempt = vec![0usize; rows.len()];
@@ -490,6 +499,7 @@ mod tests {
                     checkpoint: Some(false),
                     run_clock: None,
                     summary: false,
+                    launches_without_steps: 0,
                 });
                 if let Some((_, _, p)) = pauses.iter().find(|(pa, ps, _)| *pa == a && *ps == s) {
                     clock += p;

@@ -325,10 +325,13 @@ fn finish(acc: Accumulator) -> RunSummary {
 }
 
 /// The steps each row stands for, from the steps of its run's rows: a row logged k steps after the one
-/// before stands for those k steps (a trainer that logs every k steps logs one row for k); a run's first
-/// row stands for as many steps as the gap after it when its step is at least that gap (step 10 of rows
-/// at 10, 20, 30), else for one. A row whose step does not move on from the one before, or without a
-/// step, stands for one.
+/// before stands for those k steps (a trainer that logs every k steps logs one row for k); a row that
+/// starts a run or an attempt (its step not after the one before: a relaunch) stands for as many steps
+/// as the gap after it when its step is at least that gap (step 10 of rows at 10, 20, 30); with no gap
+/// after it (an attempt of one row), for the run's most common gap k when its step is a multiple of k
+/// and at least k (a relaunch's only row at 10 of a log every 10 steps, or at 5010 after a resume from
+/// 5000); else for one. A row whose step does not move on from the one before, or without a step,
+/// stands for one.
 pub fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f64> {
     let mut spans = vec![1.0; keys.len()];
     if steps.len() != keys.len() {
@@ -339,18 +342,47 @@ pub fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f6
         rows_of.entry(key).or_default().push(row);
     }
     for rows in rows_of.values() {
+        let usual_gap = most_common_gap(rows.iter().map(|&r| steps[r]));
         for (i, &row) in rows.iter().enumerate() {
             let Some(step) = steps[row] else { continue };
             let before = i.checked_sub(1).and_then(|j| steps[rows[j]]);
             let after = rows.get(i + 1).and_then(|&r| steps[r]);
             spans[row] = match (before, after) {
                 (Some(b), _) if step > b => step - b,
+                (Some(b), _) if step == b => 1.0,
                 (_, Some(a)) if a > step && step >= a - step => a - step,
-                _ => 1.0,
+                (_, Some(a)) if a > step => 1.0,
+                _ => match usual_gap {
+                    Some(k) if step >= k && (step / k).fract() == 0.0 => k,
+                    _ => 1.0,
+                },
             };
         }
     }
     spans
+}
+
+/// The most common step gap between consecutive rows that move forward (the smaller on a tie), where
+/// one is seen at least twice.
+fn most_common_gap(steps: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let mut gaps: Vec<f64> = Vec::new();
+    let mut before: Option<f64> = None;
+    for step in steps {
+        if let (Some(b), Some(s)) = (before, step) {
+            if s > b {
+                gaps.push(s - b);
+            }
+        }
+        before = step.or(before);
+    }
+    gaps.sort_by(f64::total_cmp);
+    let mut best: Option<(f64, usize)> = None;
+    for run in gaps.chunk_by(|a, b| a == b) {
+        if run.len() >= 2 && best.is_none_or(|(_, n)| run.len() > n) {
+            best = Some((run[0], run.len()));
+        }
+    }
+    best.map(|(gap, _)| gap)
 }
 
 /// The q-quantile of sorted values, interpolating linearly between neighbours (numpy's default).
@@ -469,5 +501,26 @@ mod tests {
         assert_eq!(quantile(&v, 0.9), Some(4.6));
         assert_eq!(quantile(&[], 0.5), None);
         assert_eq!(quantile(&[7.0], 0.9), Some(7.0));
+    }
+
+    #[test]
+    fn rows_stand_for_the_steps_since_the_row_before_and_a_relaunch_for_the_usual_gap() {
+        let spans = |steps: &[f64]| {
+            let keys = vec![Vec::new(); steps.len()];
+            let steps: Vec<Option<f64>> = steps.iter().map(|s| Some(*s)).collect();
+            step_spans(&keys, &steps)
+        };
+        // GPT-NeoX every 10 iterations, relaunched from scratch: its one row at 10 stands for 10.
+        assert_eq!(spans(&[10., 20., 30., 40., 10.]), [10.; 5]);
+        // A resume from 5000 whose only row is at 5010.
+        assert_eq!(spans(&[4990., 5000., 5010., 5010.]), [10., 10., 10., 1.]);
+        assert_eq!(spans(&[4990., 5000., 5010., 4990., 5000.]), [10.; 5]);
+        // A 0-based index every 10 (swin's 0, 10, 20) and a first line at step 1 before a gap of 50
+        // (PaddleDetection's 1, 51, 101): one step each, relaunched or not.
+        assert_eq!(spans(&[0., 10., 20., 0.]), [1., 10., 10., 1.]);
+        assert_eq!(spans(&[1., 51., 101., 1.]), [1., 50., 50., 1.]);
+        // A step off the usual gap, or no gap seen twice: one.
+        assert_eq!(spans(&[10., 20., 30., 15.]), [10., 10., 10., 1.]);
+        assert_eq!(spans(&[10., 20., 10.]), [10., 10., 1.]);
     }
 }

@@ -373,6 +373,9 @@ fn a_real_run_relaunched_six_times_by_a_retry_wrapper() {
     // for the 2,000 steps 5001 to 7000, so 712 steps run again.
     let run = real_run("torchtitan__qiu023-vlm447m-sft-stage2-continuation");
     assert_eq!(run["attempts"], "6");
+    // Of the two launches that trained no step, the one whose only line after its banner is the last
+    // step line of the launch before (line 531, printed late) is not seen: one of two is counted.
+    assert_eq!(run["launches_without_steps"], "1");
     assert_eq!(
         (
             number(&run, "steps_executed"),
@@ -619,6 +622,9 @@ fn seven_appended_launches_of_a_real_run_are_five_attempts_with_steps() {
     let wd = Workdir::new("goodput_sovits");
     let run = &goodput_rows(&wd, &log, &[])[0];
     assert_eq!(run["attempts"], "5");
+    // The first two launches (configuration dumps at lines 1 and 5, then minutes of silence) trained no
+    // step.
+    assert_eq!(run["launches_without_steps"], "2");
     // Steps 6000-6200 and 19000-19200 ran twice (200 each; a row every 200 steps).
     assert_eq!(number(run, "steps_redone"), 400.0);
     assert_eq!(number(run, "steps_kept"), 20000.0);
@@ -678,4 +684,162 @@ fn dated_launch_folders_of_one_run_are_its_attempts() {
         );
     }
     assert_eq!(goodput_rows(&wd, &wd.path("side"), &[]).len(), 2);
+}
+
+/// A real log of tests/data/logs, its goodput row.
+fn real_log_goodput(name: &str, flags: &[&str]) -> std::collections::HashMap<String, String> {
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs")
+        .join(format!("{name}.log"));
+    let wd = Workdir::new(&format!(
+        "goodput_{}",
+        &name[..name.find("__").unwrap_or(8)]
+    ));
+    goodput_rows(&wd, &log, flags).remove(0)
+}
+
+fn counts(run: &std::collections::HashMap<String, String>) -> (f64, f64, f64) {
+    (
+        number(run, "steps_executed"),
+        number(run, "steps_kept"),
+        number(run, "steps_redone"),
+    )
+}
+
+/// PaddleDetection DINO semi-supervised training, four launches appended in one worker log over six
+/// days, each from step 1 of the same pretrained weights (4, 4, 8 and 8 GPUs). Hand reading
+/// (docs/goodput.md): steps 1-5063, 1, 1-51 and 1-3618, so only the last launch's 3,618 are kept.
+#[test]
+fn four_launches_of_a_real_detection_run_each_from_scratch() {
+    let run = real_log_goodput("paddledetection__miracle2333-dino-ssod-launches", &[]);
+    assert_eq!(
+        (
+            run["attempts"].as_str(),
+            run["launches_without_steps"].as_str()
+        ),
+        ("4", "0")
+    );
+    assert_eq!(counts(&run), (8733.0, 3618.0, 5115.0));
+    // First step line 03/08 11:18:56 to the last 03/14 20:55:11: 552,975 s, and the first step's own
+    // 10.2023 s (its batch_cost, a mean over the one step) before its line.
+    assert!(
+        (number(&run, "elapsed_s") - 552_985.202_3).abs() < 1e-3,
+        "{run:?}"
+    );
+    // Gaps 524,118 + 740 + 228 s between attempts, less each relaunch's first step (batch_cost 38.7370,
+    // 9.2102, 9.1874 on lines 348, 390, 438).
+    let recovery = 525_086.0 - (38.7370 + 9.2102 + 9.1874);
+    assert!(
+        (number(&run, "recovery_s") - recovery).abs() < 1e-3,
+        "{run:?}"
+    );
+    // The evaluation between steps 3559 and 3609 (lines 99 to 219): 2,655 s less 50 steps at the
+    // batch_cost of 2.509 the line after it logs.
+    assert!(
+        (number(&run, "pause_evaluation_s") - 2_529.55).abs() < 1e-3,
+        "{run:?}"
+    );
+    buckets_add_up(&run);
+}
+
+/// Swin-T on an ImageNet subset, five launches appended over five days, each from scratch (2, 1, 1, 1
+/// and 2 GPUs), a line every 10 steps from index 0. Hand reading: steps 0-30, 0-60, 0-380, 0-50, 0-170.
+#[test]
+fn five_launches_of_a_real_vision_run_from_scratch() {
+    let run = real_log_goodput(
+        "swin__byungwanlim-swin-t-imagenet-subset-5-launches-2-1-1-1-2gpu",
+        &[],
+    );
+    assert_eq!(run["attempts"], "5");
+    assert_eq!(counts(&run), (695.0, 171.0, 524.0));
+    // 2024-02-27 18:28:51 to 2024-03-03 14:52:51 (2024 is a leap year): 419,040 s, plus the first
+    // step's logged 2.5494 s.
+    assert!(
+        (number(&run, "elapsed_s") - 419_042.549_4).abs() < 1e-3,
+        "{run:?}"
+    );
+    // Gaps 57,381 + 156 + 3,704 + 357,640 s, less each relaunch's first step (2.3359, 2.3637, 2.3202,
+    // 2.8811 s).
+    let recovery = 418_881.0 - (2.3359 + 2.3637 + 2.3202 + 2.8811);
+    assert!(
+        (number(&run, "recovery_s") - recovery).abs() < 1e-3,
+        "{run:?}"
+    );
+    buckets_add_up(&run);
+}
+
+/// LiBai ViT: a 1-GPU launch of 86 steps in 3 s (its clock whole seconds, too coarse for mfu enrich to
+/// time a step), then an 8-GPU launch from iteration 0 that ran 999 steps. The short launch is an attempt,
+/// timed by its own span (3 s over 85 steps), whose 86 steps were all run again.
+#[test]
+fn a_launch_too_short_for_its_clock_is_still_an_attempt() {
+    let run = real_log_goodput("libai__oneflow-vit-tiny-imagenet-launches", &[]);
+    assert_eq!(run["attempts"], "2");
+    // By hand 1,085 / 999 / 86: the relaunch's first line (iteration 1) has no time of its own and is left
+    // out, its step with it.
+    assert_eq!(counts(&run), (1084.0, 999.0, 85.0));
+    // 03:07:42 to 03:10:15: 153 s, and the first step's 3/85 s; the gap of 23 s between the launches,
+    // less the relaunch's first timed step, to the second of the log's clock.
+    assert!(
+        (number(&run, "elapsed_s") - (153.0 + 3.0 / 85.0)).abs() < 1e-6,
+        "{run:?}"
+    );
+    assert!((number(&run, "recovery_s") - 23.0).abs() < 0.2, "{run:?}");
+    assert!(run["notes"].contains("1 attempt(s) logged no step time of their own"));
+    buckets_add_up(&run);
+}
+
+/// GPT-NeoX MoE on one GPU, launched twice from iteration 0 (no checkpoint), a line every 10 iterations
+/// whose time is the mean over those 10, and no timestamps: 40 iterations then 10.
+#[test]
+fn a_real_relaunch_from_scratch_without_a_clock() {
+    let run = real_log_goodput("gpt-neox__zainsarwar-moe8top1-125m-1gpu", &[]);
+    assert_eq!(run["attempts"], "2");
+    // The relaunch's only line, iteration 10, stands for its 10 iterations.
+    assert_eq!(counts(&run), (50.0, 10.0, 40.0));
+    // The logged times: (1554.7 + 1292.2 + 1296.7 + 1292.7) x 10 ms redone, 1546.8 x 10 ms kept.
+    let logged = number(&run, "productive_s")
+        + number(&run, "wasted_progress_s")
+        + number(&run, "startup_s");
+    assert!((logged - 69.831).abs() < 1e-6, "{run:?}");
+    assert_eq!(run["elapsed_s"], "");
+}
+
+/// nanochat: an 8-process launch on a machine with one GPU died at start-up (`invalid device ordinal`),
+/// then a 1-GPU launch trained steps 0 to 2369. The first is counted, not an attempt.
+#[test]
+fn a_launch_that_died_before_its_first_step_is_counted_not_an_attempt() {
+    let run = real_log_goodput(
+        "nanochat__jonhenshaw-d20-1x4090-after-failed-8rank-launch",
+        &[],
+    );
+    assert_eq!(
+        (
+            run["attempts"].as_str(),
+            run["launches_without_steps"].as_str()
+        ),
+        ("1", "1")
+    );
+    assert_eq!(counts(&run), (2370.0, 2370.0, 0.0));
+    assert!(run["notes"].contains("1 launch(es) logged no training step"));
+}
+
+/// `-o -` is standard output for the per-run commands, as for `mfu enrich`: not a file named `-`.
+#[test]
+fn dash_output_is_standard_output() {
+    let wd = Workdir::new("goodput_dash_output");
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/logs/gpt-neox__zainsarwar-moe8top1-125m-1gpu.log");
+    for command in ["goodput", "summary", "audit"] {
+        let out = wd
+            .mfu()
+            .args([command, "--quiet", "--format", "csv", "-o", "-"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.lines().count() >= 2, "{command}: {text}");
+        assert!(!wd.path("-").exists(), "{command} wrote a file named '-'");
+    }
 }

@@ -98,7 +98,10 @@ fn table_text(keys: &[String], runs: &[RunGoodput]) -> String {
             let g = &r.goodput;
             let mut row = key_cells(&r.keys);
             row.extend([
-                g.attempts.to_string(),
+                match g.launches_without_steps {
+                    0 => g.attempts.to_string(),
+                    n => format!("{} (+{n} without steps)", g.attempts),
+                },
                 format!("{}/{}", g.steps_kept, g.steps_executed),
                 duration(g.elapsed_s),
                 pct(g.goodput),
@@ -133,7 +136,8 @@ fn json_text(keys: &[String], runs: &[RunGoodput]) -> anyhow::Result<String> {
                 mfu::summary::whole(v).map_or(serde_json::json!(v), |i| serde_json::json!(i))
             };
             let values = serde_json::json!({
-                "attempts": g.attempts, "steps_executed": count(g.steps_executed),
+                "attempts": g.attempts, "launches_without_steps": g.launches_without_steps,
+                "steps_executed": count(g.steps_executed),
                 "steps_kept": count(g.steps_kept), "steps_redone": count(g.steps_redone),
                 "elapsed_s": g.elapsed_s, "productive_s": g.productive_s,
                 "wasted_progress_s": g.wasted_progress_s, "recovery_s": g.recovery_s,

@@ -14,8 +14,9 @@ use super::runs::run_groups;
 use super::{Loaded, PipelineError};
 
 /// The columns of one run's goodput, after its key columns, in order.
-pub const GOODPUT_COLUMNS: [&str; 23] = [
+pub const GOODPUT_COLUMNS: [&str; 24] = [
     "attempts",
+    "launches_without_steps",
     "steps_executed",
     "steps_kept",
     "steps_redone",
@@ -405,12 +406,25 @@ pub fn goodput_runs(
         );
         for row in 0..df.height() {
             let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
+            let mut launches_without_steps = 0;
             while let Some((_, mark)) = marks.next_if(|(r, _)| *r == row) {
                 match mark {
                     Mark::Restart => restart = true,
                     Mark::Evaluation => evaluation = true,
                     Mark::Checkpoint => checkpoint = true,
+                    // A launch came between the row before and this one: this row's is another.
+                    Mark::LaunchWithoutSteps => {
+                        launches_without_steps += 1;
+                        restart = true;
+                    }
                 }
+            }
+            // Launches after the last row: counted with it.
+            if row + 1 == df.height() {
+                launches_without_steps += marks
+                    .by_ref()
+                    .filter(|(_, m)| *m == Mark::LaunchWithoutSteps)
+                    .count();
             }
             let key = key_of(row);
             let at = match current {
@@ -453,6 +467,7 @@ pub fn goodput_runs(
                 checkpoint: marked.then_some(checkpoint),
                 run_clock: run_clock[row],
                 summary,
+                launches_without_steps,
             });
             if entry.1.is_none() {
                 entry.1.clone_from(&wall_column);
@@ -527,7 +542,16 @@ pub fn goodput_runs(
             // next row, as does one its step shows by going back (a relaunch's first row, untimed
             // because nothing of its launch came before it).
             let all = rows.len();
+            // Counted before rows are left out: a launch without steps noted on a row left out is
+            // still one.
+            let launches_without_steps = rows.iter().map(|r| r.launches_without_steps).sum();
             if rows.iter().any(|r| r.step_time.is_some() && !r.summary) {
+                let timed = time_attempts_by_their_wall_clock(&mut rows);
+                if timed > 0 {
+                    refused.push(format!(
+                        "{timed} attempt(s) logged no step time of their own (too short for their clock's resolution to time a step): each row timed by its attempt's wall-clock span over the steps in it"
+                    ));
+                }
                 let mut carried = false;
                 let mut last_step: Option<f64> = None;
                 rows.retain_mut(|r| {
@@ -542,6 +566,12 @@ pub fn goodput_runs(
                 });
             }
             let mut goodput = measure(&rows);
+            goodput.launches_without_steps = launches_without_steps;
+            if launches_without_steps > 0 {
+                goodput.notes.push(format!(
+                    "{launches_without_steps} launch(es) logged no training step (died at start-up, found no device, or were killed before a step): not attempts; their time is in the gap around them"
+                ));
+            }
             goodput.notes.extend(refused);
             if sources.iter().any(|s| s.ends_with(HF_TRAINER_STATE)) {
                 goodput.notes.push(format!(
@@ -577,6 +607,11 @@ pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataF
     };
     let attempts: Vec<u32> = runs.iter().map(|r| r.goodput.attempts as u32).collect();
     columns.push(Column::new("attempts".into(), attempts));
+    let idle: Vec<u32> = runs
+        .iter()
+        .map(|r| r.goodput.launches_without_steps as u32)
+        .collect();
+    columns.push(Column::new("launches_without_steps".into(), idle));
     type Getter = fn(&Goodput) -> Option<f64>;
     let numbers: [(&str, Getter); 19] = [
         ("steps_executed", |g| Some(g.steps_executed)),
@@ -618,6 +653,46 @@ pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataF
         texts(&|r| Some(r.sources.join(";"))),
     ));
     DataFrame::new(runs.len(), columns)
+}
+
+/// Times the rows of an attempt that logged no step time at all (a launch of a few seconds, too short for
+/// a clock of whole seconds to time its steps, so `mfu enrich` left them untimed) by the attempt's own
+/// wall clock: its span from first row to last over the steps between them. Without it, those rows read
+/// as evaluation rows and the attempt, its steps and the progress a later one threw away, vanish.
+/// Attempts start at a restart mark or where the step goes back. Returns the attempts timed.
+fn time_attempts_by_their_wall_clock(rows: &mut [Row]) -> usize {
+    let mut starts = vec![0];
+    let mut last_step: Option<f64> = None;
+    for (i, r) in rows.iter().enumerate() {
+        let back = matches!((last_step, r.step), (Some(l), Some(s)) if s < l);
+        if i > 0 && (r.restart || back) {
+            starts.push(i);
+        }
+        last_step = r.step.or(last_step);
+    }
+    starts.push(rows.len());
+    let mut timed = 0;
+    for bounds in starts.windows(2) {
+        let attempt = &mut rows[bounds[0]..bounds[1]];
+        if attempt.len() < 2 || attempt.iter().any(|r| r.step_time.is_some() || r.summary) {
+            continue;
+        }
+        let ends = |r: &Row| r.step.zip(r.wall_time);
+        let (Some((s0, w0)), Some((s1, w1))) = (
+            attempt.iter().find_map(ends),
+            attempt.iter().rev().find_map(ends),
+        ) else {
+            continue;
+        };
+        if s1 > s0 && w1 > w0 {
+            let per_step = (w1 - w0) / (s1 - s0);
+            attempt
+                .iter_mut()
+                .for_each(|r| r.step_time = Some(per_step));
+            timed += 1;
+        }
+    }
+    timed
 }
 
 #[cfg(test)]

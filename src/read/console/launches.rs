@@ -197,3 +197,121 @@ pub(super) struct Varying {
     pub(super) values: Vec<Option<FactValue>>,
     pub(super) said: String,
 }
+
+/// A launch that logged no training step: its first line (from 0), and the rows logged before it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct LaunchWithoutSteps {
+    pub(super) line: usize,
+    pub(super) rows_before: usize,
+}
+
+/// Launches that logged no training step (a launch that died at start-up, found no device, or was
+/// killed before its first step), told by the line each launch prints first: the log's first line with
+/// a word in it (its banner, command or configuration, its timestamp aside), printed again where each
+/// later launch starts. A stretch from one such line to the next (or to the end) without a training line is a launch
+/// without steps. Copies of the line that follow one another closely are one launch's (every rank
+/// printing the banner): fewer than three lines apart, or less than a second apart where both have a
+/// timestamp. `row_lines` is each row's line, in order.
+pub(super) fn without_steps(
+    fact_lines: &FactLines,
+    row_lines: &[usize],
+) -> Vec<LaunchWithoutSteps> {
+    let first_row_line = row_lines.first().copied().unwrap_or(usize::MAX);
+    // The text of a line with its timestamp and tags taken off, and its wall time.
+    let banner_of = |raw: &str| {
+        super::clean::clean(raw)
+            .into_iter()
+            .next()
+            .map(|c| (c.text.trim().to_string(), c.wall_time))
+    };
+    // The first line with a word in it (not a rule of `=`), unless it is part of a traceback or an
+    // error (a launch's own first line is not).
+    let Some(first) = fact_lines
+        .lines
+        .iter()
+        .take_while(|l| l.index < first_row_line)
+        .find(|l| l.raw.chars().filter(char::is_ascii_alphanumeric).count() >= 3)
+    else {
+        return Vec::new();
+    };
+    if first.raw.starts_with(char::is_whitespace)
+        || first.raw.contains("Traceback")
+        || first.raw.contains("Error")
+    {
+        return Vec::new();
+    }
+    let Some((banner, _)) = banner_of(&first.raw) else {
+        return Vec::new();
+    };
+    if banner.chars().filter(char::is_ascii_alphanumeric).count() < 3 {
+        return Vec::new();
+    }
+    let mut starts: Vec<(usize, Option<f64>)> = Vec::new();
+    for line in &fact_lines.lines {
+        // A cheap test before cleaning the line.
+        if !line.raw.contains(banner.as_str()) {
+            continue;
+        }
+        let Some((text, wall)) = banner_of(&line.raw) else {
+            continue;
+        };
+        if text != banner {
+            continue;
+        }
+        let close = starts.last().is_some_and(|(at, before)| {
+            line.index < at + 3
+                || matches!((before, wall), (Some(b), Some(w)) if (w - b).abs() < 1.0)
+        });
+        if !close {
+            starts.push((line.index, wall));
+        }
+    }
+    // A stretch of the log with no training line is a launch only where the log shows it ended: an
+    // error or a kill in it, or the log silent for a while before the next launch (a launch that hung or
+    // was killed without a word). Else the line is printed again for another reason: by the launcher and
+    // then by each worker it starts, or after the run (a shell prompt, a closing banner).
+    let lines = &fact_lines.lines;
+    let at = |line: usize| lines.partition_point(|l| l.index < line);
+    let wall = |l: &FactLine| banner_of(&l.raw).and_then(|(_, w)| w);
+    let mut out = Vec::new();
+    for (k, (line, _)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(usize::MAX, |(next, _)| *next);
+        let rows_before = row_lines.partition_point(|l| l < line);
+        let rows_in = row_lines.partition_point(|l| *l < end) - rows_before;
+        if rows_in > 0 {
+            continue;
+        }
+        let region = &lines[at(*line)..at(end)];
+        let failed = region
+            .iter()
+            .any(|l| ENDINGS.iter().any(|word| l.raw.contains(word)));
+        let silent = end != usize::MAX && {
+            let last = region.iter().rev().find_map(wall);
+            let next = lines[at(end)..].iter().take(16).find_map(wall);
+            matches!((last, next), (Some(a), Some(b)) if b - a >= SILENT_BEFORE_RELAUNCH_S)
+        };
+        if failed || silent {
+            out.push(LaunchWithoutSteps {
+                line: *line,
+                rows_before,
+            });
+        }
+    }
+    out
+}
+
+/// Words of a line that tells a launch ended badly.
+const ENDINGS: [&str; 7] = [
+    "Traceback",
+    "Error",
+    "Killed",
+    "SIGTERM",
+    "SIGKILL",
+    "exitcode",
+    "Aborted",
+];
+
+/// Seconds the log is silent before a launch's line is printed again, after a stretch with no training
+/// line, for that stretch to be a launch that hung or was killed without a word (a retry wrapper waits
+/// 30 s; a launcher's workers print the line it printed within seconds).
+const SILENT_BEFORE_RELAUNCH_S: f64 = 30.0;

@@ -74,7 +74,7 @@ pub(super) fn read(
         units,
         mut notes,
         mut warnings,
-        marks,
+        mut marks,
         fact_lines,
         chosen,
         row_lines,
@@ -299,6 +299,23 @@ pub(super) fn read(
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    // Launches that logged no training step, for `mfu goodput` (counted, not attempts).
+    let idle = super::launches::without_steps(&fact_lines, &row_lines);
+    if !idle.is_empty() {
+        notes.push(format!(
+            "reading: {} launch(es) logged no training step (from line {})",
+            idle.len(),
+            idle.iter()
+                .map(|l| (l.line + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        marks.extend(
+            idle.iter()
+                .map(|l| (l.rows_before, crate::goodput::Mark::LaunchWithoutSteps)),
+        );
+        marks.sort_by_key(|(row, _)| *row);
     }
     // Devices from an nvidia-smi table printed in the log.
     let other_text = launches.other_text.concat();
