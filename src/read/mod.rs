@@ -586,7 +586,7 @@ fn stream_console_stdin(
 fn read_run_folder(input: &Input, options: &ReadOptions) -> Option<Result<ReadOutcome, ReadError>> {
     let budget = options.budget.as_ref();
     if is_event_input(input) || options.shape == Some(Shape::TensorBoardEvents) {
-        return Some(read_event_files(input, budget, options.every_attempt));
+        return Some(read_event_files(input, options.every_attempt));
     }
     if let Some(path) = input.path.as_deref() {
         if shapes::mlflow::is_sqlite(path) {
@@ -1287,26 +1287,30 @@ fn read_wandb_files(
 /// The TensorBoard event files of one run folder (the input's file and its companions), with a `run_id`
 /// column: the folder's path relative to the argument it was found under (its own name when it was given
 /// itself).
-fn read_event_files(
-    input: &Input,
-    budget: Option<&Arc<MemoryBudget>>,
-    every_attempt: bool,
-) -> Result<ReadOutcome, ReadError> {
+fn read_event_files(input: &Input, every_attempt: bool) -> Result<ReadOutcome, ReadError> {
     let mut paths: Vec<PathBuf> = input.path.iter().cloned().collect();
     paths.extend(input.companions.iter().cloned());
     paths.sort();
-    let (contents, held, total) = load_run_files(&paths, budget)?;
-    let files: Vec<(String, Vec<u8>)> = paths
-        .iter()
-        .zip(contents)
-        .map(|(path, bytes)| {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (name, bytes)
-        })
-        .collect();
+    // Read a chunk at a time (image and histogram events make files of gigabytes): what is held is a
+    // chunk, not the files.
+    let mut total = 0u64;
+    let mut files = Vec::with_capacity(paths.len());
+    for path in &paths {
+        let file = Input::file(path.clone(), PathBuf::new());
+        total += std::fs::metadata(path).map_err(io_error_of(&file))?.len();
+        // Opened once here, so an unreadable file is the input's error (its path named), not a message.
+        opened(&file)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        files.push(shapes::tfevents::EventFile::new(name, move || {
+            opened(&file)
+                .map(|(reader, _)| reader)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        }));
+    }
+    let held = Held::none();
     let shape_error = shape_error_of(input, Shape::TensorBoardEvents);
     let (shaped, warnings) = match shapes::tfevents::read(&files, every_attempt) {
         Ok(read) => read,
@@ -1329,9 +1333,13 @@ fn read_event_files(
     let height = shaped.frame.height();
     shaped
         .frame
-        .with_column(polars::prelude::Column::new(
+        .with_column(polars::prelude::Column::new_scalar(
             "run_id".into(),
-            vec![run.as_str(); height],
+            polars::prelude::Scalar::new(
+                polars::prelude::DataType::String,
+                polars::prelude::AnyValue::StringOwned(run.as_str().into()),
+            ),
+            height,
         ))
         .map_err(|e| shape_error(e.to_string()))?;
     // The run's text summaries (its device name and precision) come along as facts.
