@@ -327,3 +327,51 @@ fn a_relaunched_run_shows_where_its_time_went() {
         assert!(label.contains(share), "{share} in {label}");
     }
 }
+
+/// The report's goodput section shows `mfu goodput`'s figures for the real relaunched runs of
+/// docs/goodput.md, attempts, launches without steps and buckets alike.
+#[test]
+fn real_relaunched_runs_show_the_figures_of_mfu_goodput() {
+    let logs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+    for name in [
+        "paddledetection__miracle2333-dino-ssod-launches",
+        "nanochat__jonhenshaw-d20-1x4090-after-failed-8rank-launch",
+    ] {
+        let wd = Workdir::new("report_real_goodput");
+        let log = logs.join(format!("{name}.log"));
+        let page = report(&wd, &log, &[]);
+        let html = std::fs::read_to_string(&page).unwrap();
+        let start = html
+            .find(r#"<script id="data" type="application/json">"#)
+            .unwrap();
+        let json = &html[start..];
+        let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+        let data: Value = serde_json::from_str(json).unwrap();
+        let shown = &data["goodput"]["rows"][0];
+        let out = wd
+            .mfu()
+            .args(["goodput", "--quiet", "--format", "json"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let measured: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let measured = &measured[0];
+        for field in [
+            "attempts",
+            "launches_without_steps",
+            "steps_kept",
+            "steps_executed",
+            "elapsed_s",
+            "productive_s",
+            "wasted_progress_s",
+            "recovery_s",
+            "goodput",
+        ] {
+            assert_eq!(
+                shown[field].as_f64(),
+                measured[field].as_f64(),
+                "{name} {field}"
+            );
+        }
+    }
+}

@@ -133,6 +133,7 @@ fn goodput_json(key_names: &[String], runs: &[(Vec<Option<String>>, Goodput)]) -
         "rows": runs.iter().map(|(keys, g)| json!({
             "keys": keys,
             "attempts": g.attempts,
+            "launches_without_steps": g.launches_without_steps,
             "attempt_steps": g.attempt_steps,
             "steps_kept": g.steps_kept,
             "steps_executed": g.steps_executed,

@@ -73,6 +73,7 @@
       row.appendChild(bar);
       row.appendChild(el("div", { "class": "note" },
         "goodput " + pct(r.goodput) + "% of " + hms(r.elapsed_s) + "; " + r.attempts + " attempt" + (r.attempts === 1 ? "" : "s") +
+        (r.launches_without_steps ? " (and " + r.launches_without_steps + " launch" + (r.launches_without_steps === 1 ? "" : "es") + " without steps)" : "") +
         ", " + num(r.steps_kept) + " of " + num(r.steps_executed) + " steps kept" +
         (r.mfu_productive === null ? "" : "; MFU " + pct(r.mfu_productive) + "% while productive, " + pct(r.mfu_effective) + "% over the elapsed time") +
         (r.notes.length ? "; " + r.notes.join("; ") : "")));
