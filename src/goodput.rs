@@ -223,6 +223,18 @@ pub fn measure(rows: &[Row]) -> Goodput {
         _ => 0.0,
     };
     let timed = rows.iter().all(|r| r.wall_time.is_some_and(f64::is_finite));
+    // Devices and capacity per row: a relaunch may run on other devices (4 GPUs, then 8). Where they
+    // differ, device-hours and MFU weigh each row's and each attempt's time by its own.
+    let mut devices: Vec<f64> = rows.iter().filter_map(|r| positive(r.devices)).collect();
+    let run_devices = median(&mut devices);
+    let mut capacities: Vec<f64> = rows.iter().filter_map(|r| positive(r.capacity)).collect();
+    let run_capacity = median(&mut capacities);
+    let devices_of = |i: usize| positive(rows[i].devices).or(run_devices).unwrap_or(0.0);
+    let capacity_of = |i: usize| positive(rows[i].capacity).or(run_capacity).unwrap_or(0.0);
+    // Device-seconds and FLOP/s-seconds of the kept rows' steps, and of each attempt's stretch of the
+    // elapsed time (from the attempt before's end to its own).
+    let (mut productive_device_s, mut productive_capacity_s) = (0.0, 0.0);
+    let (mut elapsed_device_s, mut elapsed_capacity_s) = (0.0, 0.0);
     let (mut productive, mut wasted, mut startup) = (0.0, 0.0, 0.0);
     let mut untimed_firsts = 0;
     let (mut pause, mut recovery, mut elapsed) = (0.0, 0.0, None);
@@ -278,6 +290,8 @@ pub fn measure(rows: &[Row]) -> Goodput {
             };
             if kept {
                 productive += step_part;
+                productive_device_s += devices_of(i) * step_part;
+                productive_capacity_s += capacity_of(i) * step_part;
             } else {
                 wasted += step_part;
             }
@@ -297,6 +311,15 @@ pub fn measure(rows: &[Row]) -> Goodput {
         }
         let total = end_of(starts.len() - 1) - start_of(0);
         elapsed = Some(total);
+        for a in 0..starts.len() {
+            let from = if a == 0 { start_of(0) } else { end_of(a - 1) };
+            let stretch = (end_of(a) - from).max(0.0);
+            let attempt_rows = starts[a]..starts.get(a + 1).copied().unwrap_or(rows.len());
+            let mut d: Vec<f64> = attempt_rows.clone().map(devices_of).collect();
+            let mut c: Vec<f64> = attempt_rows.map(capacity_of).collect();
+            elapsed_device_s += median(&mut d).unwrap_or(0.0) * stretch;
+            elapsed_capacity_s += median(&mut c).unwrap_or(0.0) * stretch;
+        }
         let accounted = productive + wasted + startup + pause + recovery + unseen;
         let other = total - accounted;
         if other < -1e-9 * total.abs().max(1.0) || backwards > 0 || overlapping > 0 {
@@ -334,6 +357,8 @@ pub fn measure(rows: &[Row]) -> Goodput {
             let t = row_time(i).unwrap_or(0.0) - excess;
             if kept {
                 productive += t;
+                productive_device_s += devices_of(i) * t;
+                productive_capacity_s += capacity_of(i) * t;
             } else {
                 wasted += t;
             }
@@ -362,32 +387,41 @@ pub fn measure(rows: &[Row]) -> Goodput {
     out.goodput = elapsed.filter(|e| *e > 0.0).map(|e| productive / e);
     out.elapsed_s = elapsed;
 
-    // MFU over productive and elapsed time, at the run's capacity (devices x peak).
-    let mut capacities: Vec<f64> = rows.iter().filter_map(|r| positive(r.capacity)).collect();
-    let capacity = median(&mut capacities);
-    if capacities.first() != capacities.last() {
-        out.notes.push(format!(
-            "the devices' peak differs between rows: MFU is at the median capacity ({:.4e} FLOP/s)",
-            capacity.unwrap_or(0.0)
-        ));
+    // MFU over productive and elapsed time, at the run's capacity (devices x peak); where it differs
+    // between rows, each row's and each attempt's time at its own.
+    let all_equal = |v: &[f64]| v.iter().all(|x| Some(x) == v.first());
+    let (one_capacity, one_count) = (all_equal(&capacities), all_equal(&devices));
+    if !one_capacity {
+        out.notes.push(
+            "the devices or their peak differ between rows (a relaunch on other devices): MFU weighs each kept row's time by its own capacity, and each attempt's stretch of the elapsed time by its attempt's".into(),
+        );
     }
     let kept_rows = || (0..rows.len()).filter(|i| kept[*i]);
     let flops_known = kept_rows().all(|i| rows[i].flops.is_some_and(f64::is_finite));
     let kept_flops: f64 = kept_rows().filter_map(|i| rows[i].flops).sum();
-    if let Some(capacity) = capacity.filter(|_| flops_known && out.steps_kept > 0.0) {
-        out.mfu_productive = Some(kept_flops / (capacity * productive)).filter(|m| m.is_finite());
-        out.mfu_effective = elapsed
-            .map(|e| kept_flops / (capacity * e))
-            .filter(|m| m.is_finite());
+    if let Some(capacity) = run_capacity.filter(|_| flops_known && out.steps_kept > 0.0) {
+        if one_capacity {
+            out.mfu_productive =
+                Some(kept_flops / (capacity * productive)).filter(|m| m.is_finite());
+            out.mfu_effective = elapsed
+                .map(|e| kept_flops / (capacity * e))
+                .filter(|m| m.is_finite());
+        } else {
+            out.mfu_productive = Some(kept_flops / productive_capacity_s).filter(|m| m.is_finite());
+            out.mfu_effective = elapsed
+                .map(|_| kept_flops / elapsed_capacity_s)
+                .filter(|m| m.is_finite());
+        }
     } else if out.steps_kept > 0.0 {
         out.notes.push(
             "MFU not measured: a kept row has no FLOPs or the devices' peak is unknown".into(),
         );
     }
-    let mut devices: Vec<f64> = rows.iter().filter_map(|r| positive(r.devices)).collect();
-    out.device_hours_lost = median(&mut devices)
-        .zip(elapsed)
-        .map(|(n, e)| n * (e - productive) / 3600.0);
+    out.device_hours_lost = match (run_devices, elapsed) {
+        (Some(n), Some(e)) if one_count => Some(n * (e - productive) / 3600.0),
+        (Some(_), Some(_)) => Some((elapsed_device_s - productive_device_s) / 3600.0),
+        _ => None,
+    };
     no_impossible_figure(&mut out);
     out
 }
@@ -774,5 +808,52 @@ mod tests {
         assert!(close(g.wasted_progress_s, 15.0));
         assert!(close(g.recovery_s, 100.0));
         assert!(close(g.elapsed_s, 175.0));
+    }
+    /// A relaunch on twice the devices: device-hours and MFU weigh each attempt's time by its own count,
+    /// not the run's median.
+    #[test]
+    fn a_relaunch_on_other_devices_weighs_each_attempt_by_its_own() {
+        // Attempt 1: 4 devices, steps 1-3 at 10 s from t=0 (first step from 0 to 10). Down 100 s. Attempt
+        // 2: 8 devices, steps 1-5 at 5 s (its first from 130 to 135). Capacity 100 FLOP/s a device; each
+        // step does 40% of its capacity's work.
+        let mut rows = Vec::new();
+        for (devices, steps, step_time, start) in [(4.0, 3, 10.0, 0.0), (8.0, 5, 5.0, 130.0)] {
+            for k in 1..=steps {
+                rows.push(Row {
+                    step: Some(f64::from(k)),
+                    wall_time: Some(start + step_time * f64::from(k)),
+                    step_time: Some(step_time),
+                    span: 1.0,
+                    flops: Some(0.4 * 100.0 * devices * step_time),
+                    capacity: Some(100.0 * devices),
+                    devices: Some(devices),
+                    ..Row::default()
+                });
+            }
+        }
+        let g = measure(&rows);
+        assert_eq!(g.attempts, 2);
+        // Elapsed 0 to 155; productive the second attempt's five steps of 5 s (the ideal step time, the
+        // mean of 10, 10, 5, 5, 5, 5, is longer than its first step: no start-up excess).
+        assert_eq!(g.elapsed_s, Some(155.0));
+        assert_eq!(g.productive_s, Some(25.0));
+        // Device-seconds: attempt 1's stretch (0 to 30) at 4, attempt 2's (30 to 155) at 8: 120 +
+        // 1,000 = 1,120; productive 8 x 25 = 200. Lost: 920 device-seconds.
+        assert!(
+            (g.device_hours_lost.unwrap() - 920.0 / 3600.0).abs() < 1e-12,
+            "{g:?}"
+        );
+        // MFU: the kept rows did 0.4 x 800 x 25 FLOPs over 800 x 25 FLOP/s-seconds: 40% while
+        // productive; over the elapsed time, 8,000 / (400 x 30 + 800 x 125) = 8,000 / 112,000.
+        assert!((g.mfu_productive.unwrap() - 0.4).abs() < 1e-12, "{g:?}");
+        assert!(
+            (g.mfu_effective.unwrap() - 8_000.0 / 112_000.0).abs() < 1e-12,
+            "{g:?}"
+        );
+        assert!(
+            g.notes.iter().any(|n| n.contains("differ between rows")),
+            "{:?}",
+            g.notes
+        );
     }
 }

@@ -740,6 +740,16 @@ fn four_launches_of_a_real_detection_run_each_from_scratch() {
         "{run:?}"
     );
     buckets_add_up(&run);
+    // Device-hours: the first two launches' stretches (17,983 s and its first step's 10.2023, then the
+    // gap of 524,118 s to the second's only line) on 4 GPUs, the last two's (740 + 136, 228 + 9,770 s) on
+    // 8, less the kept steps' time on 8.
+    let device_s =
+        4.0 * (17_983.0 + 10.202_3 + 524_118.0) + 8.0 * (740.0 + 136.0 + 228.0 + 9_770.0);
+    let lost = (device_s - 8.0 * number(&run, "productive_s")) / 3600.0;
+    assert!(
+        (number(&run, "device_hours_lost") - lost).abs() < 1e-6,
+        "{run:?}"
+    );
 }
 
 /// Swin-T on an ImageNet subset, five launches appended over five days, each from scratch (2, 1, 1, 1
