@@ -188,7 +188,7 @@ def goodput(
     **options: Any,
 ) -> pa.Table:
     """Where each run's time went, the columns of ``mfu goodput``: attempts (a relaunch that resumes from
-    a checkpoint), steps kept and redone, elapsed time split into productive, wasted progress, start-up,
+    a checkpoint), launches that logged no step, steps kept and redone, elapsed time split into productive, wasted progress, start-up,
     pauses, recovery and other, goodput, MFU over productive and over elapsed time. ``data_or_paths`` is
     Arrow data or paths, as for ``summary``; no option is required (a run's time needs only its steps and
     wall times). docs/goodput.md has the rules."""
