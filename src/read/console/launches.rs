@@ -208,13 +208,16 @@ pub(super) struct LaunchWithoutSteps {
 /// Launches that logged no training step (a launch that died at start-up, found no device, or was
 /// killed before its first step), told by the line each launch prints first: the log's first line with
 /// a word in it (its banner, command or configuration, its timestamp aside), printed again where each
-/// later launch starts. A stretch from one such line to the next (or to the end) without a training line is a launch
-/// without steps. Copies of the line that follow one another closely are one launch's (every rank
+/// later launch starts. A stretch from one such line to the next (or to the end) without a training line
+/// of its own (a line or two of the launch before, printed late, aside) that shows the launch ended is a
+/// launch without steps. Copies of the line that follow one another closely are one launch's (every rank
 /// printing the banner): fewer than three lines apart, or less than a second apart where both have a
-/// timestamp. `row_lines` is each row's line, in order.
+/// timestamp. `row_lines` is each row's line, in order, and `launch_of_row` each row's launch by its steps
+/// and restart lines.
 pub(super) fn without_steps(
     fact_lines: &FactLines,
     row_lines: &[usize],
+    launch_of_row: &[usize],
 ) -> Vec<LaunchWithoutSteps> {
     let first_row_line = row_lines.first().copied().unwrap_or(usize::MAX);
     // The text of a line with its timestamp and tags taken off, and its wall time.
@@ -278,7 +281,13 @@ pub(super) fn without_steps(
         let end = starts.get(k + 1).map_or(usize::MAX, |(next, _)| *next);
         let rows_before = row_lines.partition_point(|l| l < line);
         let rows_in = row_lines.partition_point(|l| *l < end) - rows_before;
-        if rows_in > 0 {
+        // A line or two of the launch before, printed late (its process still running while the next
+        // launch starts: the same launch by its steps, no restart between), is not this launch's.
+        let late = rows_in <= 2
+            && rows_before > 0
+            && (rows_before..rows_before + rows_in)
+                .all(|r| launch_of_row.get(r) == launch_of_row.get(rows_before - 1));
+        if rows_in > 0 && !late {
             continue;
         }
         let region = &lines[at(*line)..at(end)];
@@ -291,9 +300,10 @@ pub(super) fn without_steps(
             matches!((last, next), (Some(a), Some(b)) if b - a >= SILENT_BEFORE_RELAUNCH_S)
         };
         if failed || silent {
+            // After the launch before's late lines, if any.
             out.push(LaunchWithoutSteps {
                 line: *line,
-                rows_before,
+                rows_before: rows_before + rows_in,
             });
         }
     }

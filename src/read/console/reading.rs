@@ -301,7 +301,7 @@ pub(super) fn read(
         ));
     }
     // Launches that logged no training step, for `mfu goodput` (counted, not attempts).
-    let idle = super::launches::without_steps(&fact_lines, &row_lines);
+    let idle = super::launches::without_steps(&fact_lines, &row_lines, &steps.launch);
     if !idle.is_empty() {
         notes.push(format!(
             "reading: {} launch(es) logged no training step (from line {})",
