@@ -1681,3 +1681,28 @@ fn line_regex_wall_time_from_a_timestamp() {
     assert!(close(num(&rows[1], "tokens_per_second"), 65536.0 / 2.5));
     assert!(close(num(&rows[2], "mfu_wall_clock"), mfu(65536.0, 2.5)));
 }
+
+/// A run whose bytes are mostly images and histograms (tensorboardX, fixtures/tensorboard/media): only its
+/// scalars become columns, every step of them, and the images and histograms are skipped unread.
+#[test]
+fn event_files_of_images_and_histograms_give_their_scalars_only() {
+    let media = crate::util::fixtures().join("tensorboard/media");
+    let (rows, err) = enrich(&media, &[&H100_RUN_FLAGS[..], &["-v"]].concat());
+    assert!(
+        err.contains("1 event file(s), 30 step(s), 2 scalar tag(s)"),
+        "{err}"
+    );
+    assert_eq!(rows.len(), 30);
+    for (k, row) in rows.iter().enumerate() {
+        let step = k as f64 + 1.0;
+        assert_eq!(row["step"], format!("{}", k + 1));
+        // tensorboardX stores 3.0 - 0.05 x step (a Python float) as a 32-bit float.
+        assert!(close(
+            num(row, "train/loss"),
+            (3.0 - 0.05 * step) as f32 as f64
+        ));
+        assert!(!row.contains_key("samples") && !row.contains_key("weights"));
+        assert!(!row.contains_key("note"));
+    }
+    assert!(!err.contains("not events skipped"), "{err}");
+}
