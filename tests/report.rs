@@ -45,6 +45,17 @@ fn report(wd: &Workdir, input: &Path, flags: &[&str]) -> PathBuf {
     page
 }
 
+/// The data a report page carries for its script.
+fn page_data(page: &Path) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let start = html
+        .find(r#"<script id="data" type="application/json">"#)
+        .unwrap();
+    let json = &html[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+    serde_json::from_str(json).unwrap()
+}
+
 /// `1234.5` as the page writes it: whole, with thousands separators.
 fn grouped(v: f64) -> String {
     let digits = format!("{:.0}", v);
@@ -259,13 +270,7 @@ fn a_relaunched_run_shows_where_its_time_went() {
             "6e9",
         ],
     );
-    let html = std::fs::read_to_string(&page).unwrap();
-    let start = html
-        .find(r#"<script id="data" type="application/json">"#)
-        .unwrap();
-    let json = &html[start..];
-    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
-    let data: Value = serde_json::from_str(json).unwrap();
+    let data = page_data(&page);
     let run = &data["goodput"]["rows"][0];
     assert_eq!(run["attempts"], 2);
     for (bucket, seconds) in [
@@ -340,13 +345,7 @@ fn real_relaunched_runs_show_the_figures_of_mfu_goodput() {
         let wd = Workdir::new("report_real_goodput");
         let log = logs.join(format!("{name}.log"));
         let page = report(&wd, &log, &[]);
-        let html = std::fs::read_to_string(&page).unwrap();
-        let start = html
-            .find(r#"<script id="data" type="application/json">"#)
-            .unwrap();
-        let json = &html[start..];
-        let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
-        let data: Value = serde_json::from_str(json).unwrap();
+        let data = page_data(&page);
         let shown = &data["goodput"]["rows"][0];
         let out = wd
             .mfu()
