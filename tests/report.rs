@@ -337,13 +337,19 @@ fn a_relaunched_run_shows_where_its_time_went() {
 /// docs/goodput.md, attempts, launches without steps and buckets alike.
 #[test]
 fn real_relaunched_runs_show_the_figures_of_mfu_goodput() {
-    let logs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+    let data_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     for name in [
-        "paddledetection__miracle2333-dino-ssod-launches",
-        "nanochat__jonhenshaw-d20-1x4090-after-failed-8rank-launch",
+        "logs/paddledetection__miracle2333-dino-ssod-launches",
+        "logs/nanochat__jonhenshaw-d20-1x4090-after-failed-8rank-launch",
+        "logs/swin__byungwanlim-swin-t-imagenet-subset-5-launches-2-1-1-1-2gpu",
+        "logs/libai__oneflow-vit-tiny-imagenet-launches",
+        "logs/gpt-neox__zainsarwar-moe8top1-125m-1gpu",
+        "logs/so-vits-svc__skwths-dodo-32k-7-launches",
+        "goodput/torchtitan__qiu023-vlm447m-sft-stage2-continuation",
+        "goodput/torchtitan__qiu023-kimi436m-attnres-pretrain-resumes",
     ] {
         let wd = Workdir::new("report_real_goodput");
-        let log = logs.join(format!("{name}.log"));
+        let log = data_dir.join(format!("{name}.log"));
         let page = report(&wd, &log, &[]);
         let data = page_data(&page);
         let shown = &data["goodput"]["rows"][0];
