@@ -758,3 +758,25 @@ fn a_logged_rate_alone_gives_throughput_and_mfu() {
     assert!(err.contains("give --num-devices"), "{err}");
     assert_eq!(rows[1]["tokens_per_second"], "", "{err}");
 }
+
+/// Swin prints one device's batch (`BATCH_SIZE: 128`) and never its device count: the warning names the
+/// batch it found and the one flag that makes the samples of a step from it; with that flag, each step is
+/// 128 x 2 samples and the warning is gone.
+#[test]
+fn one_device_s_batch_without_a_device_count_asks_for_the_count() {
+    let log = "swin__byungwanlim-swin-t-imagenet-subset-5-launches-2-1-1-1-2gpu.log";
+    let (_, err) = enrich_verbose(log, &[]);
+    assert!(
+        err.contains(
+            "one device's batch is printed (128 at 'batch_size' at line 19) but not the device count: give --num-devices"
+        ),
+        "{err}"
+    );
+    let (rows, err) = enrich_verbose(log, &["--num-devices", "2"]);
+    assert!(!err.contains("one device's batch is printed"), "{err}");
+    // Each row's samples a second times its step time ('time', the step's own): 128 x 2 samples.
+    for row in &rows {
+        let samples = number(row, "samples_per_second") * number(row, "time");
+        assert!((samples - 256.0).abs() < 1e-6, "{row:?}");
+    }
+}

@@ -565,6 +565,16 @@ impl ConfigFacts {
         self.samples_per_step_from().map(|(n, _)| n)
     }
 
+    /// One device's batch, where the log prints it but not what makes the samples of a step from it (the
+    /// device count): the batch and where it was read.
+    pub fn device_batch_without_ranks(&self) -> Option<(f64, String)> {
+        if self.samples_per_step_from().is_some() {
+            return None;
+        }
+        let micro = self.number(Fact::MicroBatch)?;
+        Some((micro, self.origin(Fact::MicroBatch)))
+    }
+
     /// [`ConfigFacts::samples_per_step`] and where it was read.
     pub fn samples_per_step_from(&self) -> Option<(f64, String)> {
         if let Some(batch) = self.number(Fact::GlobalBatch) {

@@ -1096,6 +1096,30 @@ pub(super) fn read(
     if let Some(c) = first(Role::LoggedMfu) {
         hints.push(ColumnHint::new(Field::LoggedMfu, c, None, false));
     }
+    // One device's batch printed, the device count not: the samples of a step are a flag away, and the
+    // warning says which (Swin prints `BATCH_SIZE: 128` and never its world size).
+    let counted = facts
+        .iter()
+        .any(|f| matches!(f.field, Field::Tokens | Field::Samples))
+        || hints.iter().any(|h| {
+            matches!(
+                h.field,
+                Field::Tokens | Field::Samples | Field::TokenRate | Field::SampleRate
+            )
+        });
+    if !counted && given.num_devices.is_none() {
+        let batch = launches
+            .configs
+            .iter()
+            .zip(launches.with_rows())
+            .filter(|(_, rows)| **rows)
+            .find_map(|(c, _)| c.device_batch_without_ranks());
+        if let Some((batch, from)) = batch {
+            warnings.push(format!(
+                "one device's batch is printed ({batch} at {from}) but not the device count: give --num-devices for the samples a step, or --samples-per-step"
+            ));
+        }
+    }
     // Facts the rows give themselves are not facts of the run.
     for field in [Field::Tokens, Field::Samples] {
         if hints.iter().any(|h| h.field == field) {
