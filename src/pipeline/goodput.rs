@@ -555,8 +555,12 @@ pub fn goodput_runs(
                 let mut carried = false;
                 let mut last_step: Option<f64> = None;
                 rows.retain_mut(|r| {
-                    let step = r.step_time.is_some() && !r.summary;
                     let back = matches!((last_step, r.step), (Some(l), Some(s)) if s < l);
+                    // A relaunch's first row that stands for one step (LiBai's iteration 1 after
+                    // iteration 86) is that step: it starts its attempt, its own time unmeasured. One
+                    // that stands for many (a line every 200 steps) is left out as before.
+                    let first_step = back && !r.summary && r.span == 1.0 && r.wall_time.is_some();
+                    let step = (r.step_time.is_some() && !r.summary) || first_step;
                     r.restart |= carried;
                     carried = !step && (r.restart || back);
                     if step || back {
