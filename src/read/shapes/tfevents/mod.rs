@@ -219,10 +219,8 @@ pub fn read(
 ) -> Result<(ShapedFrame, Vec<String>), String> {
     let mut in_order = InOrder::default();
     let (walked, flow) = walk(files, |s| in_order.add(s))?;
-    let has_placeholder = walked
-        .tag_order
-        .iter()
-        .any(|t| walked.tags.infos[*t].name == LIGHTNING_HP_METRIC);
+    // Lightning's placeholder is left out by the general reading.
+    let has_placeholder = walked.column_named(LIGHTNING_HP_METRIC).is_some();
     let (walked, built) = if flow.is_continue() && !has_placeholder {
         (walked, in_order.finish())
     } else {
@@ -253,6 +251,7 @@ pub fn read(
         return Err(NO_SCALARS.into());
     }
     let height = steps.len();
+    let scalar_tags = cells.iter().flatten().count();
     let mut columns = vec![
         Column::new("step".into(), steps),
         Column::new("wall_time".into(), wall_times),
@@ -278,8 +277,6 @@ pub fn read(
         ));
     }
     let frame = DataFrame::new(height, columns).map_err(|e| e.to_string())?;
-    let scalar_tags =
-        tag_order.len() - usize::from(notes.iter().any(|n| n.contains(LIGHTNING_HP_METRIC)));
     notes.insert(
         0,
         format!(

@@ -225,18 +225,14 @@ impl AnyOrder {
         let mut notes = Vec::new();
         // Lightning's TensorBoardLogger writes `hp_metric` = -1 at step 0 with the hyperparameters, a
         // placeholder for a metric the user may set later: not a step of the run.
-        let placeholder = walk
-            .tag_order
-            .iter()
-            .position(|t| walk.tags.infos[*t].name == LIGHTNING_HP_METRIC)
-            .filter(|i| {
-                self.steps
-                    .rows
-                    .iter()
-                    .flat_map(|(_, r)| r.values.iter())
-                    .filter(|(t, ..)| t == i)
-                    .all(|(_, v, ..)| *v == -1.0)
-            });
+        let placeholder = walk.column_named(LIGHTNING_HP_METRIC).filter(|i| {
+            self.steps
+                .rows
+                .iter()
+                .flat_map(|(_, r)| r.values.iter())
+                .filter(|(t, ..)| t == i)
+                .all(|(_, v, ..)| *v == -1.0)
+        });
         if let Some(i) = placeholder {
             for row in self
                 .steps

@@ -268,6 +268,13 @@ pub(super) fn walk_in_chunks(
 }
 
 impl Walk {
+    /// The column of the scalar tag called `name`, if the run has one.
+    pub(super) fn column_named(&self, name: &str) -> Option<usize> {
+        self.tag_order
+            .iter()
+            .position(|t| self.tags.infos[*t].name == name)
+    }
+
     /// Hands the scalar values of a decoded window on to `take`, keeping the tags and texts met.
     fn hand_on(
         &mut self,
