@@ -106,98 +106,168 @@ pub fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<f64>>>
     }
 }
 
-fn strings(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<String>>>> {
+/// Column `name` of `df` as text, when it exists.
+fn texts(df: &DataFrame, name: &str) -> PolarsResult<Option<StringChunked>> {
     match df.column(name) {
-        Ok(c) => Ok(Some(
-            c.cast(&DataType::String)?
-                .str()?
-                .iter()
-                .map(|s| s.map(str::to_string))
-                .collect(),
-        )),
+        Ok(c) => Ok(Some(c.cast(&DataType::String)?.str()?.clone())),
         Err(_) => Ok(None),
     }
 }
 
-/// Each row's run key: the values of the group's columns, or the input's name (`source`).
-pub fn row_keys(
-    df: &DataFrame,
-    source: &str,
-    group: &GroupBy,
-) -> PolarsResult<Vec<Vec<Option<String>>>> {
-    Ok(match group {
-        GroupBy::File => vec![vec![Some(source.to_string())]; df.height()],
-        GroupBy::Columns(cols) => {
-            let mut per_col = Vec::with_capacity(cols.len());
-            for c in cols {
-                per_col.push(strings(df, c)?.ok_or_else(
-                    || polars_err!(ColumnNotFound: "--by {c}: {source} has no such column"),
-                )?);
-            }
-            (0..df.height())
-                .map(|row| per_col.iter().map(|col| col[row].clone()).collect())
-                .collect()
+fn push_distinct_str(list: &mut Vec<String>, v: &str) {
+    if !list.iter().any(|x| x == v) {
+        list.push(v.to_string());
+    }
+}
+
+/// Each row's run in one input, as an index into the input's distinct run keys (in order of first
+/// appearance). A key a row as a vector of strings held about a hundred bytes a row, most of them the
+/// input's name again (110 MiB of a summary of a 1.1M-row console log); an index holds four bytes a
+/// row, and an input that is one run holds none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunIndex {
+    /// The distinct keys: the values of the group's columns, or the input's name.
+    pub keys: Vec<Vec<Option<String>>>,
+    /// Each row's index into `keys`; empty where every row is the one run.
+    of_row: Vec<u32>,
+}
+
+impl RunIndex {
+    /// Every row of an input in the one run `key`.
+    pub fn one(key: Vec<Option<String>>) -> RunIndex {
+        RunIndex {
+            keys: vec![key],
+            of_row: Vec::new(),
         }
-    })
+    }
+
+    /// The runs of `df`'s rows grouped by `group` (`source` names the input for [`GroupBy::File`]).
+    pub fn of(df: &DataFrame, source: &str, group: &GroupBy) -> PolarsResult<RunIndex> {
+        let cols = match group {
+            GroupBy::File => return Ok(RunIndex::one(vec![Some(source.to_string())])),
+            GroupBy::Columns(cols) => cols,
+        };
+        let mut texts = Vec::with_capacity(cols.len());
+        for c in cols {
+            let column = df.column(c).map_err(
+                |_| polars_err!(ColumnNotFound: "--by {c}: {source} has no such column"),
+            )?;
+            texts.push(column.cast(&DataType::String)?);
+        }
+        let texts: Vec<&StringChunked> =
+            texts.iter().map(|c| c.str()).collect::<PolarsResult<_>>()?;
+        let mut cells: Vec<_> = texts.iter().map(|t| t.iter()).collect();
+        let mut index = RunIndex {
+            keys: Vec::new(),
+            of_row: Vec::with_capacity(df.height()),
+        };
+        let mut known: HashMap<Vec<Option<String>>, u32> = HashMap::new();
+        let mut key: Vec<Option<&str>> = Vec::with_capacity(cols.len());
+        for _ in 0..df.height() {
+            key.clear();
+            key.extend(cells.iter_mut().map(|c| c.next().flatten()));
+            // Rows of a run mostly follow one another: the row before's run is tried first.
+            let same =
+                |k: &Vec<Option<String>>| k.iter().map(Option::as_deref).eq(key.iter().copied());
+            let run = match index.of_row.last() {
+                Some(&r) if same(&index.keys[r as usize]) => r,
+                _ => {
+                    let owned: Vec<Option<String>> =
+                        key.iter().map(|k| k.map(str::to_string)).collect();
+                    *known.entry(owned.clone()).or_insert_with(|| {
+                        index.keys.push(owned);
+                        (index.keys.len() - 1) as u32
+                    })
+                }
+            };
+            index.of_row.push(run);
+        }
+        Ok(index)
+    }
+
+    /// The index of `row`'s run.
+    pub fn run(&self, row: usize) -> usize {
+        self.of_row.get(row).map_or(0, |r| *r as usize)
+    }
+
+    /// The key of `row`'s run.
+    pub fn key(&self, row: usize) -> &Vec<Option<String>> {
+        &self.keys[self.run(row)]
+    }
 }
 
 /// Summarises every run in `inputs`, runs in order of first appearance. `skip_steps` leaves out each run's
 /// first steps (warm-up): rows whose step is below the run's first step + `skip_steps`.
 pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<RunSummary>> {
-    let mut order: Vec<Vec<Option<String>>> = Vec::new();
-    let mut runs: HashMap<Vec<Option<String>>, Accumulator> = HashMap::new();
+    // The runs in order of first appearance, and where each key's is.
+    let mut runs: Vec<Accumulator> = Vec::new();
+    let mut at: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     for input in inputs {
         let df = input.frame;
         let v = input.values;
-        let keys = row_keys(df, input.source, &input.group)?;
-        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?.unwrap_or_else(|| vec![None; df.height()]);
-        let mfu = f64s(df, MFU_WALL_CLOCK)?.unwrap_or_else(|| vec![None; df.height()]);
-        let mfu_fb = f64s(df, MFU_FWD_BWD)?.unwrap_or_else(|| vec![None; df.height()]);
-        let resolved = strings(df, RESOLVED_DEVICE)?.unwrap_or_else(|| vec![None; df.height()]);
+        let index = RunIndex::of(df, input.source, &input.group)?;
+        // Each of this input's runs among all runs.
+        let global: Vec<usize> = index
+            .keys
+            .iter()
+            .map(|key| {
+                *at.entry(key.clone()).or_insert_with(|| {
+                    runs.push(Accumulator {
+                        keys: key.clone(),
+                        ..Default::default()
+                    });
+                    runs.len() - 1
+                })
+            })
+            .collect();
+        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?;
+        let mfu = f64s(df, MFU_WALL_CLOCK)?;
+        let mfu_fb = f64s(df, MFU_FWD_BWD)?;
+        let number =
+            |column: &Option<Vec<Option<f64>>>, row: usize| column.as_ref().and_then(|c| c[row]);
+        // Device names as the frame holds them, not copied a row each.
+        let resolved = texts(df, RESOLVED_DEVICE)?;
         let raw_device = match input.device_column {
-            Some(c) => strings(df, c)?,
+            Some(c) => texts(df, c)?,
             None => None,
         };
+        let resolved: Option<Vec<Option<&str>>> = resolved.as_ref().map(|c| c.iter().collect());
+        let raw_device: Option<Vec<Option<&str>>> = raw_device.as_ref().map(|c| c.iter().collect());
+        fn text<'a>(column: &Option<Vec<Option<&'a str>>>, row: usize) -> Option<&'a str> {
+            column.as_ref().and_then(|c| c[row])
+        }
         let spans = match &v.spans {
             Some(spans) => spans.clone(),
-            None => step_spans(&keys, &v.steps),
+            None => step_spans(&index, &v.steps),
         };
         // Each run's first step, for skipping warm-up.
-        let mut first: HashMap<&Vec<Option<String>>, f64> = HashMap::new();
-        for (row, key) in keys.iter().enumerate() {
+        let mut first: Vec<Option<f64>> = vec![None; index.keys.len()];
+        for row in 0..df.height() {
             if let Some(s) = v.steps[row] {
-                let e = first.entry(key).or_insert(s);
+                let e = first[index.run(row)].get_or_insert(s);
                 *e = e.min(s);
             }
         }
-        for (row, key) in keys.iter().enumerate() {
-            if let (Some(step), Some(start)) = (v.steps[row], first.get(key)) {
+        for (row, &span) in spans.iter().enumerate().take(df.height()) {
+            let run = index.run(row);
+            if let (Some(step), Some(start)) = (v.steps[row], first[run]) {
                 if step < start + skip_steps {
                     continue;
                 }
             }
-            let acc = runs.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                Accumulator {
-                    keys: key.clone(),
-                    ..Default::default()
-                }
-            });
+            let acc = &mut runs[global[run]];
             acc.rows += 1;
             if let Some(s) = v.steps[row] {
                 acc.first_step = Some(acc.first_step.map_or(s, |f| f.min(s)));
                 acc.last_step = Some(acc.last_step.map_or(s, |l| l.max(s)));
             }
-            match &resolved[row] {
-                Some(d) => push_distinct(&mut acc.devices, d.clone()),
+            match text(&resolved, row) {
+                Some(d) => push_distinct_str(&mut acc.devices, d),
                 None => {
                     acc.unknown_device = true;
-                    let raw = raw_device
-                        .as_ref()
-                        .and_then(|r| r[row].clone())
-                        .or_else(|| v.device.get(row).map(str::to_string));
+                    let raw = text(&raw_device, row).or_else(|| v.device.get(row));
                     if let Some(raw) = raw {
-                        push_distinct(&mut acc.devices, raw);
+                        push_distinct_str(&mut acc.devices, raw);
                     }
                 }
             }
@@ -210,7 +280,6 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             if let Some(n) = n {
                 push_distinct(&mut acc.num_devices, n);
             }
-            let span = spans[row];
             let t = v.step_time_s.get(row).filter(|t| t.is_finite() && *t > 0.0);
             let t_fb = v
                 .fwd_bwd_time_s
@@ -235,9 +304,10 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 acc.samples += n * span;
                 acc.samples_seen = true;
             }
-            if let Some(p) = peaks[row] {
+            let (peak, m) = (number(&peaks, row), number(&mfu, row));
+            if let Some(p) = peak {
                 push_distinct(&mut acc.peaks, p);
-            } else if let Some(device) = &resolved[row] {
+            } else if let Some(device) = text(&resolved, row) {
                 // A device the table knows, with no rate for this precision (GB10 in fp32).
                 let missing = match v.dtype.get(row).map(crate::peaks::parse_dtype) {
                     Some(Some(dtype)) => format!("no {} peak for {device}", dtype.as_str()),
@@ -246,28 +316,25 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 };
                 push_distinct(&mut acc.no_peak, missing);
             }
-            if let Some(m) = mfu[row] {
+            if let Some(m) = m {
                 acc.mfus.push(m);
                 acc.above_one |= m > 1.0;
             }
             // Device-seconds weigh each row: work is what was done, capacity what the devices could do.
             // Without a device count the count is taken as constant within the run, and cancels.
             let devices = n.unwrap_or(1.0);
-            if let (Some(t), Some(p), Some(m)) = (t, peaks[row], mfu[row]) {
+            if let (Some(t), Some(p), Some(m)) = (t, peak, m) {
                 acc.work += m * p * devices * t * span;
                 acc.capacity += p * devices * t * span;
             }
             // mfu_fwd_bwd x peak x devices x fwd_bwd time is the same work, over the fwd+bwd time.
-            if let (Some(p), Some(mf), Some(tf)) = (peaks[row], mfu_fb[row], t_fb) {
+            if let (Some(p), Some(mf), Some(tf)) = (peak, number(&mfu_fb, row), t_fb) {
                 acc.work_fb += mf * p * devices * tf * span;
                 acc.capacity_fb += p * devices * tf * span;
             }
         }
     }
-    Ok(order
-        .into_iter()
-        .map(|k| finish(runs.remove(&k).expect("every ordered key has a run")))
-        .collect())
+    Ok(runs.into_iter().map(finish).collect())
 }
 
 fn finish(acc: Accumulator) -> RunSummary {
@@ -332,16 +399,13 @@ fn finish(acc: Accumulator) -> RunSummary {
 /// and at least k (a relaunch's only row at 10 of a log every 10 steps, or at 5010 after a resume from
 /// 5000); else for one. A row whose step does not move on from the one before, or without a step,
 /// stands for one.
-pub fn step_spans(keys: &[Vec<Option<String>>], steps: &[Option<f64>]) -> Vec<f64> {
-    let mut spans = vec![1.0; keys.len()];
-    if steps.len() != keys.len() {
-        return spans;
+pub fn step_spans(runs: &RunIndex, steps: &[Option<f64>]) -> Vec<f64> {
+    let mut spans = vec![1.0; steps.len()];
+    let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); runs.keys.len()];
+    for row in 0..steps.len() {
+        rows_of[runs.run(row)].push(row);
     }
-    let mut rows_of: HashMap<&Vec<Option<String>>, Vec<usize>> = HashMap::new();
-    for (row, key) in keys.iter().enumerate() {
-        rows_of.entry(key).or_default().push(row);
-    }
-    for rows in rows_of.values() {
+    for rows in &rows_of {
         let usual_gap = most_common_gap(rows.iter().map(|&r| steps[r]));
         for (i, &row) in rows.iter().enumerate() {
             let Some(step) = steps[row] else { continue };
@@ -506,9 +570,8 @@ mod tests {
     #[test]
     fn rows_stand_for_the_steps_since_the_row_before_and_a_relaunch_for_the_usual_gap() {
         let spans = |steps: &[f64]| {
-            let keys = vec![Vec::new(); steps.len()];
             let steps: Vec<Option<f64>> = steps.iter().map(|s| Some(*s)).collect();
-            step_spans(&keys, &steps)
+            step_spans(&RunIndex::one(Vec::new()), &steps)
         };
         // GPT-NeoX every 10 iterations, relaunched from scratch: its one row at 10 stands for 10.
         assert_eq!(spans(&[10., 20., 30., 40., 10.]), [10.; 5]);

@@ -9,7 +9,7 @@ use crate::audit::{audit, recognise, unknown, Audit, Recognised, Row, Run, Unit}
 use crate::columns::{FactValue, Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
-use crate::summary::{row_keys, GroupBy};
+use crate::summary::RunIndex;
 
 use super::runs::run_groups;
 use super::{Loaded, PipelineError};
@@ -151,6 +151,26 @@ pub fn rows_frame(key_names: &[String], rows: &[AuditedRow]) -> PolarsResult<Dat
     DataFrame::new(rows.len(), columns)
 }
 
+/// A figure of each row, read from the frame where it is needed rather than copied out whole (five
+/// copies of a column took 80 bytes a row).
+enum Figures {
+    /// A column of numbers, each divided by the number beside it (100 for a percentage).
+    Numbers(Float64Chunked, f64),
+    /// Figures read from text, or worked out.
+    Parsed(Vec<Option<f64>>),
+    Missing,
+}
+
+impl Figures {
+    fn at(&self, row: usize) -> Option<f64> {
+        match self {
+            Figures::Numbers(values, per_unit) => values.get(row).map(|v| v / per_unit),
+            Figures::Parsed(values) => values.get(row).copied().flatten(),
+            Figures::Missing => None,
+        }
+    }
+}
+
 /// The audit of every run over `loaded` (each input with its display name): the key column names and
 /// the runs in order of first appearance, keyed as `mfu summary` keys them. `logged_peak_flops` is the
 /// user's word for the peak the framework used; `keep_rows` keeps each run's rows for [`rows_frame`].
@@ -197,13 +217,9 @@ pub fn audit_runs(
         let unnamed = recognised
             .as_ref()
             .is_some_and(|r| std::ptr::eq(r.framework, unknown()));
-        // Each row's run: the key columns' values, or the input itself (no key a row allocated).
-        let keys = match &group {
-            GroupBy::File => None,
-            group => Some(row_keys(df, display, group).map_err(combine)?),
-        };
-        let file_key = vec![Some(display.clone())];
-        let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
+        // Each row's run: the key columns' values, or the input itself.
+        let keys = RunIndex::of(df, display, &group).map_err(combine)?;
+        let key_of = |row: usize| keys.key(row);
         // The run of each row, looked up again only where the key changes; a run met for the first
         // time in this input takes the input's framework, source and announced peak.
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
@@ -274,28 +290,27 @@ pub fn audit_runs(
         // A column's numbers, divided by `per_unit` (100 where the framework writes its MFU in
         // percent); a figure written with its unit (`9.63%`) is text, read as `mfu enrich` reads a
         // cell, `%` making it a fraction already.
-        let column = |name: Option<&str>, per_unit: f64| -> PolarsResult<Vec<Option<f64>>> {
+        let column = |name: Option<&str>, per_unit: f64| -> PolarsResult<Figures> {
             Ok(match name.and_then(|n| df.column(n).ok()) {
-                Some(c) if c.dtype() == &DataType::String => c
-                    .str()?
-                    .iter()
-                    .map(|cell| {
-                        let cell = cell?;
-                        let n = crate::values::parse_cell(cell).ok()??.value;
-                        Some(if cell.trim_end().ends_with('%') {
-                            n
-                        } else {
-                            n / per_unit
+                Some(c) if c.dtype() == &DataType::String => Figures::Parsed(
+                    c.str()?
+                        .iter()
+                        .map(|cell| {
+                            let cell = cell?;
+                            let n = crate::values::parse_cell(cell).ok()??.value;
+                            Some(if cell.trim_end().ends_with('%') {
+                                n
+                            } else {
+                                n / per_unit
+                            })
                         })
-                    })
-                    .collect(),
-                Some(c) => c
-                    .cast(&DataType::Float64)?
-                    .f64()?
-                    .iter()
-                    .map(|v| v.map(|v| v / per_unit))
-                    .collect(),
-                None => vec![None; df.height()],
+                        .collect(),
+                ),
+                Some(c) => Figures::Numbers(
+                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
+                    per_unit,
+                ),
+                None => Figures::Missing,
             })
         };
         let per_unit = match recognised.as_ref().and_then(|r| r.framework.mfu_unit) {
@@ -303,7 +318,7 @@ pub fn audit_runs(
             _ => 1.0,
         };
         let logged = if unnamed {
-            (0..df.height()).map(|r| v.logged_mfu.get(r)).collect()
+            Figures::Parsed((0..df.height()).map(|r| v.logged_mfu.get(r)).collect())
         } else {
             column(
                 recognised.as_ref().and_then(|r| r.mfu_column.as_deref()),
@@ -333,11 +348,11 @@ pub fn audit_runs(
             run.rows.push((
                 step,
                 Row {
-                    mfu_logged: logged[row],
-                    tflops_logged: tflops[row],
-                    tokens_per_second_per_device: rate[row].zip(devices).map(|(r, n)| r / n),
-                    mfu: mfu[row],
-                    peak: peak[row],
+                    mfu_logged: logged.at(row),
+                    tflops_logged: tflops.at(row),
+                    tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
+                    mfu: mfu.at(row),
+                    peak: peak.at(row),
                     flops_per_token: v.flops_per_token.get(row),
                 },
             ));

@@ -8,7 +8,7 @@ use polars::prelude::*;
 use crate::columns::{Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Goodput, Mark, Row};
-use crate::summary::{f64s, row_keys, step_spans, GroupBy};
+use crate::summary::{f64s, step_spans, GroupBy, RunIndex};
 
 use super::runs::run_groups;
 use super::{Loaded, PipelineError};
@@ -336,11 +336,10 @@ pub fn goodput_runs(
         let combine = |e: PolarsError| PipelineError::Combine(e);
         // An input that is one run needs no key per row.
         let keys = match &group {
-            GroupBy::File => None,
-            group => Some(row_keys(df, display, group).map_err(combine)?),
+            GroupBy::File => RunIndex::one(vec![Some(l.argument.clone())]),
+            group => RunIndex::of(df, display, group).map_err(combine)?,
         };
-        let file_key = vec![Some(l.argument.clone())];
-        let key_of = |row: usize| keys.as_ref().map_or(&file_key, |k| &k[row]);
+        let key_of = |row: usize| keys.key(row);
         let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
             FieldSource::Column {
                 name,
@@ -371,18 +370,7 @@ pub fn goodput_runs(
         };
         let spans = match &v.spans {
             Some(spans) => spans.clone(),
-            None => {
-                // One run: every row's key the same (empty keys allocate nothing).
-                let one_run;
-                let keys = match &keys {
-                    Some(keys) => keys,
-                    None => {
-                        one_run = vec![Vec::new(); df.height()];
-                        &one_run
-                    }
-                };
-                step_spans(keys, &steps)
-            }
+            None => step_spans(&keys, &steps),
         };
         // The run of the row before, looked up again only where the key changes.
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
