@@ -170,9 +170,10 @@ pub(super) fn fill(
         return Ok(false);
     }
     let missing = (want - buf.len()) as u64;
-    // Room for the whole chunk at once: grown by doubling, the buffer was copied and its new pages
-    // faulted in several times a chunk (3% of the 1M-scalar bench, interleaved medians).
-    buf.reserve(want - buf.len());
+    // Room for a chunk at once: grown by doubling, the buffer was copied and its new pages faulted in
+    // several times a chunk (3% of the 1M-scalar bench, interleaved medians). No more: `want` may be a
+    // damaged record's length.
+    buf.reserve((want - buf.len()).min(CHUNK_BYTES));
     let read = reader.take(missing).read_to_end(buf)? as u64;
     Ok(read < missing)
 }
