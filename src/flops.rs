@@ -120,7 +120,7 @@ const PLAIN: &[&str] = &[
 ];
 
 /// A model configuration, with aliases across families resolved.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
     origin: String,
     root: Value,

@@ -982,3 +982,85 @@ fn a_table_with_only_a_logged_rate_is_enriched_from_it() {
         .failure()
         .stderr(predicate::str::contains("step_time"));
 }
+
+/// A torchtitan console log of `steps` steps, timestamped to the millisecond; the device named in its
+/// first line.
+fn torchtitan_log(steps: u32, device: &str) -> String {
+    let mut log = format!(
+        "[rank0]:[titan] 2026-04-18 22:15:35,952 - root - INFO - CUDA capacity: {device} with 79.11GiB memory\n\
+         [rank0]:[titan] 2026-04-18 22:15:35,963 - root - INFO - Building device mesh with parallelism: pp=1, dp_replicate=1, dp_shard=8, cp=1, tp=1\n\
+         [rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 100000 (warmup 500)\n"
+    );
+    for step in 1..=steps {
+        let ms = 80_000_000 + u64::from(step) * 1013 + u64::from(step % 7) * 31;
+        log.push_str(&format!(
+            "[rank0]:[titan] 2026-04-18 {:02}:{:02}:{:02},{:03} - root - INFO - \u{1b}[31mstep: {step:>5}  \u{1b}[32mloss: {:7.4}  memory: 35.13GiB(44.36%)  tps: {}  tflops: 325.77  mfu: 32.94%\u{1b}[39m\n",
+            ms / 3_600_000 % 24,
+            ms / 60_000 % 60,
+            ms / 1000 % 60,
+            ms % 1000,
+            3.0 - f64::from(step) * 1e-4,
+            6000 + step % 900,
+        ));
+    }
+    log
+}
+
+/// `mfu enrich LOG -o OUT -v` with windows of a few thousand rows: the output, and the verbose lines.
+fn enrich_in_windows(wd: &Workdir, input: &str, out: &str) -> (Vec<u8>, String) {
+    let assert = wd
+        .mfu()
+        .env("MFU_BLOCK_BYTES", "65536")
+        .env("MFU_CONSOLE_WINDOWS", "131072,3000,64,16384")
+        .args(["enrich", input, "-o", out, "--force", "-v"])
+        .assert()
+        .success();
+    (
+        std::fs::read(wd.path(out)).unwrap(),
+        String::from_utf8_lossy(&assert.get_output().stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_large_console_log_is_read_in_windows_to_the_same_rows() {
+    let wd = Workdir::new("enrich_console_windows");
+    wd.create("train.log", torchtitan_log(12_000, "NVIDIA H100 80GB HBM3"));
+    for format in ["csv", "parquet", "jsonl"] {
+        let (windowed, said) = enrich_in_windows(&wd, "train.log", &format!("out.{format}"));
+        assert!(said.contains("read in windows ("), "{said}");
+        assert!(said.contains("window(s) of up to 3000 rows"), "{said}");
+        assert!(
+            windowed == enrich_whole(&wd, "train.log", format, &[]),
+            "{format}"
+        );
+    }
+    let rows = csv_rows(&std::fs::read_to_string(wd.path("out.csv")).unwrap());
+    assert_eq!(rows.len(), 12_000);
+    // Compressed, judged by its size once decompressed: the same rows, in windows.
+    let zst =
+        zstd::stream::encode_all(&std::fs::read(wd.path("train.log")).unwrap()[..], 3).unwrap();
+    wd.create("train.log.zst", &zst);
+    let (windowed, said) = enrich_in_windows(&wd, "train.log.zst", "zst.csv");
+    assert!(said.contains("read in windows ("), "{said}");
+    assert!(windowed == enrich_whole(&wd, "train.log", "csv", &[]));
+}
+
+#[test]
+fn a_console_log_whose_rest_reads_otherwise_than_its_head_is_read_whole() {
+    // A relaunch on other devices after the head: the windows stop, and the whole-input way reads the
+    // log, each launch with its own device.
+    let wd = Workdir::new("enrich_console_windows_stop");
+    let mut log = torchtitan_log(6_000, "NVIDIA H100 80GB HBM3");
+    log.push_str(&torchtitan_log(6_000, "NVIDIA A100-SXM4-80GB"));
+    wd.create("train.log", log);
+    let (windowed, said) = enrich_in_windows(&wd, "train.log", "out.csv");
+    assert!(said.contains("differ from the head's"), "{said}");
+    assert!(!said.contains("read in windows ("), "{said}");
+    assert_eq!(windowed, enrich_whole(&wd, "train.log", "csv", &[]));
+    let text = String::from_utf8(windowed).unwrap();
+    assert!(
+        text.contains("H100 SXM5") && text.contains("A100"),
+        "{}",
+        &text[..400]
+    );
+}

@@ -23,6 +23,7 @@ use crate::columns::{ColumnMapping, Field, FieldSource};
 use crate::compute::ComputeStats;
 use crate::enrich::{enrich_frame, tag_source};
 use crate::read::compression::{size_up_to, Size};
+use crate::read::console::windows::window_sizes;
 use crate::read::memory::{format_size, TABLE_FACTOR};
 use crate::read::stream::{block_bytes, parse_block, BlockReader};
 use crate::read::{shapes, Input, InputFormat, Shape};
@@ -193,8 +194,10 @@ fn streamable<'a>(
         });
         return None;
     };
-    let plain = matches!(pipeline.read.shape, None | Some(Shape::Table))
-        && pipeline.read.line_regex.is_none();
+    let plain = matches!(
+        pipeline.read.shape,
+        None | Some(Shape::Table | Shape::Console | Shape::Torchtitan)
+    ) && pipeline.read.line_regex.is_none();
     if !plain
         || pipeline
             .inputs
@@ -202,7 +205,7 @@ fn streamable<'a>(
             .any(|i| i.path.is_none() || !i.companions.is_empty() || crate::read::is_event_input(i))
     {
         let _ = why.set(
-            "--shape, --line-regex, standard input, TensorBoard event files and tag exports are read whole"
+            "--shape (but console and torchtitan), --line-regex, standard input, TensorBoard event files and tag exports are read whole"
                 .into(),
         );
         return None;
@@ -340,6 +343,8 @@ struct Gathered {
     enrich_s: f64,
     /// Blocks (or slices) read.
     blocks: usize,
+    /// The options an input's own facts and hints make (a console log's), else the run's.
+    options: Option<crate::enrich::EnrichOptions>,
 }
 
 /// One block or slice, enriched.
@@ -382,7 +387,8 @@ impl Gathered {
             None => self.columns = Some(names),
         }
         let clock = Instant::now();
-        let Ok(enriched) = enrich_frame(frame, &pipeline.options) else {
+        let options = self.options.as_ref().unwrap_or(&pipeline.options);
+        let Ok(enriched) = enrich_frame(frame, options) else {
             return Ok(Enriched::Stop(format!(
                 "{}: a block could not be enriched; the whole-input way reports why",
                 input.display
@@ -534,6 +540,8 @@ enum How {
     Slices(u64),
     /// JSON Lines or CSV in blocks of lines.
     Blocks,
+    /// A console log of this shape in windows of rows.
+    Windows(Shape),
 }
 
 /// Whether the input starts like a plain table (not a Git LFS pointer, not a trainer's own layout).
@@ -564,17 +572,44 @@ fn stream_input(
         columns: None,
         enrich_s: 0.0,
         blocks: 0,
+        options: None,
     };
     let mut read_times = [0.0; 2];
     let mut torn = None;
     let mut rejects = Vec::new();
     let mut write_s = 0.0;
-    let parquet = std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 4];
-            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic == *b"PAR1")
-        })
-        .unwrap_or(false);
+    // A console log larger than its head: read in windows, to the choices its head's rows give.
+    let console = match crate::read::console_in_windows(input, &pipeline.read, window_sizes()) {
+        Ok(console) => console,
+        Err(reason) => {
+            let _ = why.set(format!(
+                "{}: cannot be read in windows ({reason}); the whole-input way reads it",
+                input.display
+            ));
+            return Ok(None);
+        }
+    };
+    if console.is_none()
+        && matches!(
+            pipeline.read.shape,
+            Some(Shape::Console | Shape::Torchtitan)
+        )
+    {
+        let _ = why.set(format!(
+            "{}: a console log no longer than a window's head, read whole",
+            input.display
+        ));
+        return Ok(None);
+    }
+    // What the windows said once read: their notes and warnings.
+    let said: std::sync::Mutex<Option<(Vec<String>, Vec<String>)>> = std::sync::Mutex::new(None);
+    let parquet = console.is_none()
+        && std::fs::File::open(path)
+            .and_then(|mut f| {
+                let mut magic = [0u8; 4];
+                std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic == *b"PAR1")
+            })
+            .unwrap_or(false);
     let format = pipeline.read.format.or(input.format_from_name());
     let batches = if parquet {
         crate::read::parquet::ArrowBatches::open(path, ROW_GROUP_ROWS)
@@ -583,7 +618,42 @@ fn stream_input(
     };
     // Where the frames come from, and on which side of the overlap they are enriched (see Gathered::run).
     let how;
-    let (enrich_early, next): (bool, Box<NextFrame<'_>>) = if let Some(mut batches) = batches {
+    let (enrich_early, next): (bool, Box<NextFrame<'_>>) = if let Some(console) = console {
+        how = How::Windows(console.shape);
+        gathered.options = Some(pipeline.options.for_input(
+            console.shape.timing_optional(),
+            &console.facts,
+            console.model.as_ref(),
+            &console.hints,
+        ));
+        let mut console = Some(console);
+        let said = &said;
+        // Scanning the lines is the heavier half: each window is enriched on the writing side.
+        let next = move |times: &mut [f64; 2]| -> Result<Option<DataFrame>, ()> {
+            let Some(windows) = console.as_mut() else {
+                return Ok(None);
+            };
+            let clock = Instant::now();
+            let frame = windows.next_frame();
+            times[1] += clock.elapsed().as_secs_f64();
+            match frame {
+                Ok(Some(frame)) => Ok(Some(frame)),
+                Ok(None) => {
+                    let done = console.take().expect("windows");
+                    *said.lock().expect("not poisoned") = Some(done.finish());
+                    Ok(None)
+                }
+                Err(reason) => {
+                    let _ = why.set(format!(
+                        "{}: {reason}; the whole-input way reads it",
+                        input.display
+                    ));
+                    Err(())
+                }
+            }
+        };
+        (false, Box::new(next))
+    } else if let Some(mut batches) = batches {
         how = How::Batches;
         // Parquet of plain columns: each batch decoded and enriched while the one before is written.
         let next = move |times: &mut [f64; 2]| {
@@ -715,6 +785,14 @@ fn stream_input(
             gathered.blocks,
             format_size(block_bytes() as u64)
         ),
+        How::Windows(shape) => {
+            seen.shape = shape;
+            if let Some((notes, warnings)) = said.lock().expect("not poisoned").take() {
+                seen.notes = notes;
+                seen.read_warnings = warnings;
+            }
+            format!("read in windows ({} of them)", gathered.blocks)
+        }
     };
     if timings_wanted() {
         let [read, parse] = read_times;

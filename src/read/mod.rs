@@ -540,6 +540,87 @@ fn stream_console(input: &Input, options: &ReadOptions) -> Result<Option<ReadOut
     )))
 }
 
+/// A console log on disk read in windows ([`console::windows`]): what its head says, then its rows a
+/// window at a time, in memory bounded by a window whatever the log's size.
+pub struct ConsoleWindows {
+    pub shape: Shape,
+    pub facts: Vec<crate::columns::RunFact>,
+    pub model: Option<crate::flops::ModelConfig>,
+    pub hints: Vec<crate::columns::ColumnHint>,
+    windows: Box<console::windows::Windows<'static>>,
+    beside_note: Option<String>,
+}
+
+impl ConsoleWindows {
+    /// The next rows as a frame (the head's first); `Ok(None)` at the end; `Err` (why) where the rest
+    /// of the log does not read to its head's choices.
+    pub fn next_frame(&mut self) -> Result<Option<DataFrame>, String> {
+        match self.windows.next_table()? {
+            Some(table) => table.into_frame().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The log's notes and warnings, once every window is read.
+    pub fn finish(self) -> (Vec<String>, Vec<String>) {
+        let (mut notes, warnings) = self.windows.finish();
+        notes.extend(self.beside_note);
+        (notes, warnings)
+    }
+}
+
+/// The console log `input` read in windows of `sizes`: `Ok(None)` where it is not a console log on disk
+/// larger than its head (it is read as before); `Err` (why) where it is one that cannot be read in
+/// windows: the whole-input way then reads it, and reports any error.
+pub fn console_in_windows(
+    input: &Input,
+    options: &ReadOptions,
+    sizes: console::windows::WindowSizes,
+) -> Result<Option<ConsoleWindows>, String> {
+    let Some(path) = input.path.as_deref() else {
+        return Ok(None);
+    };
+    // Judged by its size once decompressed, as a table is.
+    match compression::size_up_to(path, sizes.head_bytes as u64) {
+        Ok(compression::Size::Over(_)) => {}
+        _ => return Ok(None),
+    }
+    let (mut file, _) = compression::open(path).map_err(|e| e.to_string())?;
+    let detect = shapes::DETECT_BYTES as u64;
+    let mut head = Vec::with_capacity(shapes::DETECT_BYTES);
+    (&mut file)
+        .take(detect)
+        .read_to_end(&mut head)
+        .map_err(|e| e.to_string())?;
+    if head.starts_with(PARQUET_MAGIC) {
+        return Ok(None);
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shape = shape_of(input, options, &head, &file_name).map_err(|e| e.to_string())?;
+    if !matches!(shape, Shape::Console | Shape::Torchtitan) {
+        return Ok(None);
+    }
+    let beside = configs_beside(input);
+    let beside_note = beside_note(&beside);
+    let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
+    let source = std::io::Cursor::new(head).chain(file);
+    match console::windows::read_in_windows(source, framework, beside, options.given, sizes)? {
+        console::windows::Streamed::Windows(windows) => Ok(Some(ConsoleWindows {
+            shape,
+            facts: windows.head.facts.clone(),
+            model: windows.head.model.clone(),
+            hints: windows.head.hints.clone(),
+            windows,
+            beside_note,
+        })),
+        console::windows::Streamed::Stopped(why) => Err(why),
+        console::windows::Streamed::Whole(_) => Err("it is no longer than its head".into()),
+    }
+}
+
 /// A source that counts the bytes read from it.
 struct Counted<'r> {
     inner: &'r mut (dyn Read + Send),
@@ -786,13 +867,8 @@ const CONFIG_BESIDE: [&str; 9] = [
     "run_config.yaml",
 ];
 
-/// A console log by the general reader, with the configuration files beside it.
-fn read_console(
-    input: &Input,
-    shape: Shape,
-    source: &mut (dyn Read + Send),
-    given: console::Given,
-) -> Result<shapes::ShapedFrame, String> {
+/// The configuration files kept beside a console log (name, text).
+fn configs_beside(input: &Input) -> Vec<(String, String)> {
     let mut beside = Vec::new();
     if let Some(folder) = input.path.as_deref().and_then(Path::parent) {
         for name in CONFIG_BESIDE {
@@ -803,16 +879,29 @@ fn read_console(
             }
         }
     }
+    beside
+}
+
+/// The note that names the configuration files read beside a log, if any.
+fn beside_note(beside: &[(String, String)]) -> Option<String> {
+    (!beside.is_empty()).then(|| {
+        let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();
+        format!("configuration read beside the log: {}", names.join(", "))
+    })
+}
+
+/// A console log by the general reader, with the configuration files beside it.
+fn read_console(
+    input: &Input,
+    shape: Shape,
+    source: &mut (dyn Read + Send),
+    given: console::Given,
+) -> Result<shapes::ShapedFrame, String> {
+    let beside = configs_beside(input);
     let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
     let read = console::read(source, framework, &beside, given)?;
     let mut notes = read.notes;
-    if !beside.is_empty() {
-        let names: Vec<&str> = beside.iter().map(|(n, _)| n.as_str()).collect();
-        notes.push(format!(
-            "configuration read beside the log: {}",
-            names.join(", ")
-        ));
-    }
+    notes.extend(beside_note(&beside));
     Ok(shapes::ShapedFrame {
         frame: read.table.into_frame()?,
         notes,

@@ -83,6 +83,27 @@ impl Merged {
     }
 }
 
+impl Merged {
+    /// Moves the rows out of every family into a pass of their own, leaving here the families (their
+    /// columns, each rank's last row), the lines kept for facts and the count of lines: the head of a
+    /// log read in windows is read from the rows taken, while the rest of the log is put together here.
+    pub(super) fn take_rows(&mut self) -> Merged {
+        Merged {
+            families: self
+                .families
+                .iter_mut()
+                .map(FamilyRows::take_rows)
+                .collect(),
+            family_lines: self.family_lines.clone(),
+            by_rank: self.by_rank.clone(),
+            facts: self.facts.clone(),
+            lines: self.lines,
+            too_long: self.too_long,
+            mark_lines: std::mem::take(&mut self.mark_lines),
+        }
+    }
+}
+
 /// One pass over a block of whole lines (each ended by `\n`).
 pub(super) fn scan_block<'v>(framework: Option<&'v Framework>, block: &[u8]) -> Scanner<'v> {
     let mut scanner = Scanner::new(framework);
@@ -107,7 +128,7 @@ pub(super) fn scan_block<'v>(framework: Option<&'v Framework>, block: &[u8]) -> 
 /// line dropped as it is read): a block of lines stays bounded whatever the log holds, and the cut line,
 /// longer than any training line, is counted where it is read.
 pub(super) struct Truncating<'s> {
-    pub(super) source: &'s mut (dyn std::io::Read + Send),
+    pub(super) source: Box<dyn std::io::Read + Send + 's>,
     /// The bytes of the current line seen so far.
     pub(super) line: usize,
 }
@@ -167,9 +188,12 @@ pub(super) const READ_BYTES: usize = 1 << 20;
 pub(super) const BLOCK: usize = 4 << 20;
 
 impl<'s> BlockReader<'s> {
-    pub(super) fn new(source: &'s mut (dyn std::io::Read + Send), size: usize) -> Self {
+    pub(super) fn new(source: impl std::io::Read + Send + 's, size: usize) -> Self {
         BlockReader {
-            source: Truncating { source, line: 0 },
+            source: Truncating {
+                source: Box::new(source),
+                line: 0,
+            },
             size,
             buffer: Vec::new(),
             spare: Vec::new(),
@@ -280,6 +304,16 @@ pub(super) fn scan_all(
     blocks: &mut BlockReader<'_>,
     framework: Option<&Framework>,
 ) -> std::io::Result<Merged> {
+    scan_until(blocks, framework, usize::MAX).map(|(merged, _)| merged)
+}
+
+/// Scans the blocks of `blocks` until at least `limit` bytes of them are scanned, and puts the passes
+/// together in order: the pass, and whether blocks are left.
+pub(super) fn scan_until(
+    blocks: &mut BlockReader<'_>,
+    framework: Option<&Framework>,
+    limit: usize,
+) -> std::io::Result<(Merged, bool)> {
     // One pass: every training line goes to its family's rows, the others to the facts reader. The
     // log's blocks are read by as many threads as there are and put together in order, as one pass
     // would have: the same rows whatever the thread count. A batch of blocks is scanned while the
@@ -287,11 +321,15 @@ pub(super) fn scan_all(
     // neither core waits on the other.
     use rayon::prelude::*;
     let threads = rayon::current_num_threads().max(1);
-    let next_batch = |blocks: &mut BlockReader<'_>| -> std::io::Result<Vec<Vec<u8>>> {
+    let mut read = 0usize;
+    let mut next_batch = |blocks: &mut BlockReader<'_>| -> std::io::Result<Vec<Vec<u8>>> {
         let mut batch = Vec::with_capacity(threads);
-        while batch.len() < threads {
+        while batch.len() < threads && read < limit {
             match blocks.next_block()? {
-                Some(b) => batch.push(b),
+                Some(b) => {
+                    read += b.len();
+                    batch.push(b)
+                }
                 None => break,
             }
         }
@@ -303,7 +341,7 @@ pub(super) fn scan_all(
     while !batch.is_empty() || !scanned.is_empty() {
         let previous = std::mem::take(&mut scanned);
         let current = std::mem::take(&mut batch);
-        let (read, (now, ())) = rayon::join(
+        let (next, (now, ())) = rayon::join(
             || next_batch(blocks),
             || {
                 rayon::join(
@@ -321,11 +359,12 @@ pub(super) fn scan_all(
                 )
             },
         );
-        batch = read?;
+        batch = next?;
         scanned = now;
         for block in current {
             blocks.give_back(block);
         }
     }
-    Ok(merged)
+    let more = read >= limit && !(blocks.eof && blocks.buffer.is_empty());
+    Ok((merged, more))
 }

@@ -290,7 +290,7 @@ pub(super) fn logged_clocks(
 /// logging interval short of the epoch's length, so the steps keep their order across epochs (a new
 /// epoch is not a relaunch) while each is off by less than an interval an epoch. `None` where the
 /// counter never goes back or no column moves with it. Gives the steps and the words that say how.
-pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, String)> {
+pub(super) fn global_step(table: &Table, step: usize) -> Option<GlobalStep> {
     let counter = values(table, step);
     let printed = table
         .totals
@@ -355,18 +355,44 @@ pub(super) fn global_step(table: &Table, step: usize) -> Option<(Vec<f64>, Strin
         ),
         None => return None,
     };
-    let steps = (0..n)
-        .map(|r| (e[r] - base) * per_epoch + counter[r])
-        .collect();
-    Some((
-        steps,
-        format!(
+    Some(GlobalStep {
+        epoch: table.names[epoch].clone(),
+        base,
+        per_epoch,
+        how: format!(
             "step = ('{}'{}) x {per_epoch} + '{}': the counter restarts every epoch{total}",
             table.names[epoch],
             if base == 1.0 { " - 1" } else { "" },
             table.names[step]
         ),
-    ))
+    })
+}
+
+/// How [`global_step`] makes a counter that restarts every epoch global: decided over the rows once,
+/// then applied to them (or, in a log read in windows, to each window's).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct GlobalStep {
+    /// The column of the epoch.
+    pub(super) epoch: String,
+    /// The first epoch's number (0 or 1).
+    pub(super) base: f64,
+    /// The counter's total in an epoch.
+    pub(super) per_epoch: f64,
+    /// What it is, for `-v`.
+    pub(super) how: String,
+}
+
+impl GlobalStep {
+    /// Each row's step from the counter in column `step`; `None` where `table` has no epoch column.
+    pub(super) fn values(&self, table: &Table, step: usize) -> Option<Vec<f64>> {
+        let e = values(table, table.index(&self.epoch)?);
+        let counter = values(table, step);
+        Some(
+            (0..table.height)
+                .map(|r| (e[r] - self.base) * self.per_epoch + counter[r])
+                .collect(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -395,12 +421,14 @@ mod tests {
             ("Epoch", &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0]),
             ("Batch", &[20.0, 40.0, 60.0, 20.0, 40.0, 60.0, 20.0]),
         ]);
-        let (steps, how) = global_step(&t, 1).unwrap();
+        let g = global_step(&t, 1).unwrap();
+        let (steps, how) = (g.values(&t, 1).unwrap(), g.how);
         assert_eq!(steps, [20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]);
         assert!(how.contains("no total printed: 60"), "{how}");
         // With the total printed (`[20/64]`), the total, not the largest count.
         t.totals.push((1, 64.0));
-        let (steps, how) = global_step(&t, 1).unwrap();
+        let g = global_step(&t, 1).unwrap();
+        let (steps, how) = (g.values(&t, 1).unwrap(), g.how);
         assert_eq!(steps[3], 64.0 + 20.0);
         assert!(!how.contains("no total"), "{how}");
         // A counter that goes back while the epoch stays is a relaunch, not an epoch: no global step.

@@ -50,7 +50,7 @@ pub(super) struct Reference {
     /// span) and 3% of logging.
     upper: f64,
     /// The seconds it moves in ([`resolution`]).
-    resolution: f64,
+    pub(super) resolution: f64,
     /// The spans it is compared over: (the row a span starts after, the row it ends on), in one
     /// launch, each at least long enough for the clock's resolution.
     pub(super) spans: Vec<(usize, usize)>,

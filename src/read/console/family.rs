@@ -12,7 +12,7 @@ use super::vocabulary::Framework;
 use crate::goodput::Mark;
 
 /// The rows of the family chosen, and what the reading stage needs besides them.
-pub(super) struct Chosen {
+pub(super) struct Chosen<'f> {
     pub(super) table: Table,
     /// The unit written against each column's values.
     pub(super) units: Vec<(String, String)>,
@@ -21,10 +21,13 @@ pub(super) struct Chosen {
     pub(super) marks: Vec<(usize, Mark)>,
     /// The lines kept for facts, and the family whose training lines among them gave the rows
     /// (`usize::MAX`: none, the rows are a summary's).
-    pub(super) fact_lines: FactLines,
+    pub(super) fact_lines: std::borrow::Cow<'f, FactLines>,
     pub(super) chosen: usize,
     /// The line (from 0) each row was read from.
     pub(super) row_lines: Vec<usize>,
+    /// The family chosen, and the rank whose lines are its rows (`None`: every line's).
+    pub(super) family: (String, bool),
+    pub(super) rank: Option<u32>,
 }
 
 /// Chooses the family that gives the rows of a log's pass (`merged`; `ends_with_newline` says whether
@@ -33,7 +36,7 @@ pub(super) fn choose(
     merged: Merged,
     framework: Option<&Framework>,
     ends_with_newline: bool,
-) -> Result<Chosen, String> {
+) -> Result<Chosen<'static>, String> {
     let Merged {
         mut families,
         by_rank,
@@ -168,11 +171,91 @@ pub(super) fn choose(
             "{other_ranks} training line(s) of other ranks left out (one rank's lines are the run's)"
         ));
     }
+    let (repeats, bare) = (rows.repeats, rows.bare);
+    let last_line = (!ends_with_newline).then(|| total_lines.saturating_sub(1));
+    let Finished {
+        table,
+        units,
+        marks,
+        row_lines,
+        warnings,
+        again,
+        text_in_numbers,
+    } = finish(rows, &family.0, &mark_lines, last_line);
+    if again > 0 {
+        notes.push(format!(
+            "{again} line(s) of a step already read, with no time between (other ranks' lines without a rank tag, or a progress bar drawn again), left out: a step is one row"
+        ));
+    }
+    // Repeats of one step in a row (several ranks writing the same line without a tag) count once.
+    if repeats > 0 {
+        notes.push(format!(
+            "{repeats} repeated line(s) of one step counted once"
+        ));
+    }
+    if bare > 0 {
+        notes.push(format!(
+            "{bare} line(s) with the step key '{}' and no other number not read as steps (such as 'Saving a checkpoint at step 500')",
+            family.0
+        ));
+    }
+    if too_long > 0 {
+        notes.push(format!(
+            "{too_long} line(s) longer than {} MiB not read",
+            LONGEST_LINE >> 20
+        ));
+    }
+    let restarts = marks.iter().filter(|(_, m)| *m == Mark::Restart).count();
+    if restarts > 0 {
+        notes.push(format!(
+            "{restarts} row(s) after a restart line (such as 'Training starts at step N') start an attempt"
+        ));
+    }
+    if text_in_numbers > 0 {
+        notes.push(format!(
+            "{text_in_numbers} value(s) that are words in columns of numbers (such as 'n/a') read as empty"
+        ));
+    }
+    Ok(Chosen {
+        table,
+        units,
+        notes,
+        warnings,
+        marks,
+        fact_lines: std::borrow::Cow::Owned(fact_lines),
+        chosen,
+        row_lines,
+        family,
+        rank,
+    })
+}
+
+/// A family's rows made a table, and what they say besides.
+pub(super) struct Finished {
+    pub(super) table: Table,
+    pub(super) units: Vec<(String, String)>,
+    pub(super) marks: Vec<(usize, Mark)>,
+    pub(super) row_lines: Vec<usize>,
+    pub(super) warnings: Vec<String>,
+    /// Rows left out as lines of a step already read.
+    pub(super) again: usize,
+    /// Words read as empty in columns of numbers.
+    pub(super) text_in_numbers: usize,
+}
+
+/// The rows of the family chosen (one rank's already) as a table: a last line cut mid-way left out
+/// (`last_line`: the log's last line, where it does not end in a newline), the lines of a step read
+/// again left out, and what the marked lines (`mark_lines`, in order) say happened before each row.
+pub(super) fn finish(
+    mut rows: FamilyRows,
+    step_key: &str,
+    mark_lines: &[(usize, Mark)],
+    last_line: Option<usize>,
+) -> Finished {
     let mut warnings = Vec::new();
     // A last line cut mid-way: the file does not end in a newline and its last training line has
     // fewer values than the family usually has.
-    if !ends_with_newline && rows.height() > 0 {
-        let last_line = total_lines.saturating_sub(1);
+    if let (Some(last_line), true) = (last_line, rows.height() > 0) {
         let last = rows.height() - 1;
         let mut sizes = rows.sizes.clone();
         sizes.sort_unstable();
@@ -188,31 +271,7 @@ pub(super) fn choose(
             rows.retain(&keep);
         }
     }
-    let again = lines_of_a_step_read_again(&mut rows, &family.0);
-    if again > 0 {
-        notes.push(format!(
-            "{again} line(s) of a step already read, with no time between (other ranks' lines without a rank tag, or a progress bar drawn again), left out: a step is one row"
-        ));
-    }
-    // Repeats of one step in a row (several ranks writing the same line without a tag) count once.
-    if rows.repeats > 0 {
-        notes.push(format!(
-            "{} repeated line(s) of one step counted once",
-            rows.repeats
-        ));
-    }
-    if rows.bare > 0 {
-        notes.push(format!(
-            "{} line(s) with the step key '{}' and no other number not read as steps (such as 'Saving a checkpoint at step 500')",
-            rows.bare, family.0
-        ));
-    }
-    if too_long > 0 {
-        notes.push(format!(
-            "{too_long} line(s) longer than {} MiB not read",
-            LONGEST_LINE >> 20
-        ));
-    }
+    let again = lines_of_a_step_read_again(&mut rows, step_key);
     // The unit written against each column's values, for the columns that are times.
     let units: Vec<(String, String)> = rows
         .names
@@ -230,29 +289,17 @@ pub(super) fn choose(
             }
         }
     }
-    let restarts = marks.iter().filter(|(_, m)| *m == Mark::Restart).count();
-    if restarts > 0 {
-        notes.push(format!(
-            "{restarts} row(s) after a restart line (such as 'Training starts at step N') start an attempt"
-        ));
-    }
     let row_lines = rows.lines.clone();
     let (table, text_in_numbers) = rows.table();
-    if text_in_numbers > 0 {
-        notes.push(format!(
-            "{text_in_numbers} value(s) that are words in columns of numbers (such as 'n/a') read as empty"
-        ));
-    }
-    Ok(Chosen {
+    Finished {
         table,
         units,
-        notes,
-        warnings,
         marks,
-        fact_lines,
-        chosen,
         row_lines,
-    })
+        warnings,
+        again,
+        text_in_numbers,
+    }
 }
 
 /// Leaves out the rows that give again a step the row before gave, with no time between them: several

@@ -32,6 +32,7 @@ pub mod stamp;
 mod summary;
 pub mod template;
 pub mod vocabulary;
+pub mod windows;
 
 use std::collections::HashMap;
 

@@ -61,6 +61,35 @@ impl<'s> PerRow<'s> {
     }
 }
 
+/// What the reading of a log's rows decided from the evidence over them. A log read in windows
+/// ([`super::stream`]) is read to the choices its first rows gave: each window's rows are read as those
+/// were, whatever its own rows would say.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Pinned {
+    /// The column of the step counter on the lines, if any.
+    counter: Option<String>,
+    /// Whether each row's epoch came from header lines.
+    header_epochs: bool,
+    /// How a counter that restarts every epoch was made global.
+    global_step: Option<candidates::GlobalStep>,
+    /// The position of a printed list that counts, where no counter is named.
+    position: Option<String>,
+    /// Two rates' scopes told by their ratio, and the device count that ratio gave.
+    paired: Vec<(String, Scope)>,
+    world_ratio: Option<f64>,
+    /// Each covering clock's resolution, by name (a running mean's origin is in its name).
+    resolutions: Vec<(String, f64)>,
+    /// The clock chosen as the step time, by name, and the covering clock whose values time the rows.
+    clock: Option<String>,
+    reference: Option<String>,
+    /// Each rate column's scope as the evidence decided it.
+    scopes: Vec<(String, Scope)>,
+    /// The configured counts a step the log's own rate contradicted.
+    facts_dropped: Vec<Field>,
+    /// The count a step a samples rate was measured over, and the clock that says so.
+    steady: Option<(f64, String)>,
+}
+
 /// Reads the chosen rows' columns and the log's facts into what the column stage takes.
 pub(super) fn read(
     chosen: Chosen,
@@ -68,7 +97,22 @@ pub(super) fn read(
     beside: &[(String, String)],
     given: Given,
 ) -> Result<ConsoleRead, String> {
+    read_pinned(chosen, framework, beside, given, None, 0).map(|(read, _, _)| read)
+}
+
+/// [`read`] with the choices of `pinned` where given (a window of a log read in windows, whose first
+/// row is the log's row `first_row`), else made here from the evidence: the read, its choices and the
+/// line each row was read from.
+pub(super) fn read_pinned(
+    chosen: Chosen,
+    framework: Option<&'static Framework>,
+    beside: &[(String, String)],
+    given: Given,
+    pinned: Option<&Pinned>,
+    first_row: usize,
+) -> Result<(ConsoleRead, Pinned, Vec<usize>), String> {
     let vocab = vocabulary();
+    let mut record = Pinned::default();
     let Chosen {
         mut table,
         units,
@@ -78,6 +122,7 @@ pub(super) fn read(
         fact_lines,
         chosen,
         row_lines,
+        ..
     } = chosen;
     if fact_lines.dropped > 0 {
         notes.push(format!(
@@ -171,19 +216,30 @@ pub(super) fn read(
             .iter()
             .all(|v| v.is_nan() || v.fract() == 0.0)
     };
-    let mut step_column = columns
-        .iter()
-        .filter(|c| role_of(c) == Some(Role::Step))
-        .map(|c| index(&table, c))
-        .filter(|&c| whole(&table, c))
-        .min_by_key(|&c| goes_back(c));
+    let mut step_column = match pinned {
+        Some(p) => p.counter.as_deref().and_then(|n| table.index(n)),
+        None => columns
+            .iter()
+            .filter(|c| role_of(c) == Some(Role::Step))
+            .map(|c| index(&table, c))
+            .filter(|&c| whole(&table, c))
+            .min_by_key(|&c| goes_back(c)),
+    };
+    record.counter = step_column.map(|c| table.names[c].clone());
     // An epoch printed on a line of its own before its steps' lines (Keras's `Epoch 4/6`, YOLO's and
     // many loops' headers), where the lines themselves name none: each row's, as a column.
     if !columns
         .iter()
         .any(|c| c.to_ascii_lowercase().contains("epoch"))
     {
-        if let Some(epochs) = header_epochs(&fact_lines, chosen, &row_lines) {
+        let epochs = header_epochs(&fact_lines, chosen, &row_lines);
+        let epochs = match pinned {
+            Some(p) if p.header_epochs => Some(epochs.unwrap_or_else(|| vec![None; table.height])),
+            Some(_) => None,
+            None => epochs,
+        };
+        if let Some(epochs) = epochs {
+            record.header_epochs = true;
             let name = free_name(&table, "epoch");
             notes.push(format!(
                 "reading: {name}: the epoch printed on a line of its own before each row's lines"
@@ -196,7 +252,16 @@ pub(super) fn read(
     }
     // The counter within an epoch, where the step is made global from it.
     let mut epoch_counter: Option<usize> = None;
-    if let Some((values, how)) = step_column.and_then(|c| candidates::global_step(&table, c)) {
+    let global = match pinned {
+        Some(p) => p.global_step.clone(),
+        None => step_column.and_then(|c| candidates::global_step(&table, c)),
+    };
+    let made_global = global
+        .as_ref()
+        .zip(step_column)
+        .and_then(|(g, c)| Some((g.values(&table, c)?, g.how.clone())));
+    record.global_step = global;
+    if let Some((values, how)) = made_global {
         epoch_counter = step_column;
         let name = if table.index("step").is_some() {
             free_name(&table, "global_step")
@@ -219,13 +284,17 @@ pub(super) fn read(
             (whole(&table, c) && up * 10 >= (v.len().saturating_sub(1)) * 8 && up >= 2)
                 .then_some(up)
         };
-        step_column = columns
-            .iter()
-            .filter(|c| c.starts_with('#'))
-            .map(|c| index(&table, c))
-            .filter_map(|c| grows(c).map(|up| (c, up)))
-            .max_by_key(|(_, up)| *up)
-            .map(|(c, _)| c);
+        step_column = match pinned {
+            Some(p) => p.position.as_deref().and_then(|n| table.index(n)),
+            None => columns
+                .iter()
+                .filter(|c| c.starts_with('#'))
+                .map(|c| index(&table, c))
+                .filter_map(|c| grows(c).map(|up| (c, up)))
+                .max_by_key(|(_, up)| *up)
+                .map(|(c, _)| c),
+        };
+        record.position = step_column.map(|c| table.names[c].clone());
         match step_column {
             Some(c) => notes.push(format!(
                 "reading: '{}' is the step: the position of the printed list whose whole numbers grow from line to line",
@@ -242,7 +311,7 @@ pub(super) fn read(
                         let ones = v.windows(2).filter(|w| w[1] - w[0] == 1.0).count();
                         v.len() >= 2 && ones * 10 >= (v.len() - 1) * 9
                     });
-                if epochs_a_line {
+                if epochs_a_line && pinned.is_none() {
                     return Err(format!(
                         "no training steps found in {} launch(es): its {} lines with figures each close an epoch (no line of it times a step)",
                         restarts.len() + 1,
@@ -250,7 +319,7 @@ pub(super) fn read(
                     ));
                 }
                 let name = free_name(&table, "step");
-                table.fill(&name, &|_, row| Some(row as f64 + 1.0));
+                table.fill(&name, &|_, row| Some((first_row + row) as f64 + 1.0));
                 notes.push(format!(
                     "reading: no step counter on the lines: {name} is each line's place (a line a step)"
                 ));
@@ -345,10 +414,31 @@ pub(super) fn read(
         &launches,
     );
     let mut paired: Vec<(usize, Scope)> = Vec::new();
-    for kind in [
-        [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
-        [Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice],
-    ] {
+    if let Some(p) = pinned {
+        paired.extend(
+            p.paired
+                .iter()
+                .filter_map(|(name, scope)| Some((table.index(name)?, *scope))),
+        );
+        if let (None, Some(q)) = (&world, p.world_ratio) {
+            world = PerRow::of(vec![q; launches.configs.len()], &launches);
+            let (small, large) = (&p.paired[0].0, &p.paired[1].0);
+            facts.push(RunFact::number(
+                Field::NumDevices,
+                q,
+                format!("the ratio of '{large}' to '{small}'"),
+            ));
+        }
+    }
+    // Pinned, the pairs are the first rows' (above); else the rows' ratios tell them.
+    let kinds: &[[Role; 2]] = match pinned {
+        Some(_) => &[],
+        None => &[
+            [Role::TokensPerSecond, Role::TokensPerSecondPerDevice],
+            [Role::SamplesPerSecond, Role::SamplesPerSecondPerDevice],
+        ],
+    };
+    for kind in kinds {
         let rates: Vec<usize> = columns
             .iter()
             .filter(|c| role_of(c).is_some_and(|r| kind.contains(&r)))
@@ -385,11 +475,18 @@ pub(super) fn read(
                 if fits {
                     paired.push((small, Scope::PerDevice));
                     paired.push((large, Scope::Global));
+                    record
+                        .paired
+                        .push((table.names[small].clone(), Scope::PerDevice));
+                    record
+                        .paired
+                        .push((table.names[large].clone(), Scope::Global));
                     notes.push(format!(
                         "reading: '{}' is one device's rate and '{}' all devices' (their ratio, {q:.2}, is the device count)",
                         table.names[small], table.names[large]
                     ));
                     if world.is_none() {
+                        record.world_ratio = Some(q.round());
                         world = PerRow::of(vec![q.round(); launches.configs.len()], &launches);
                         facts.push(RunFact::number(
                             Field::NumDevices,
@@ -562,6 +659,13 @@ pub(super) fn read(
     clocks.append(&mut meanings);
     // Running totals of time: clocks of their own, and references where the lines have no timestamps.
     let mut references: Vec<Reference> = Vec::new();
+    // A covering clock's resolution: the first rows' where pinned (a window's rows may happen to
+    // print fewer places), else its own values'.
+    let resolution_of = |name: &str, own: &dyn Fn() -> f64| -> f64 {
+        pinned
+            .and_then(|p| p.resolutions.iter().find(|(n, _)| n == name))
+            .map_or_else(own, |(_, r)| *r)
+    };
     if let Some((c, name)) = candidates::timestamps(&table) {
         let what = if name == WALL_TIME {
             "the line timestamps"
@@ -569,7 +673,7 @@ pub(super) fn read(
             "the line timestamps (no date)"
         };
         let stamps = candidates::values(&table, c);
-        let resolution = evidence::resolution(&stamps, 1.0);
+        let resolution = resolution_of(what, &|| evidence::resolution(&stamps, 1.0));
         references.push(Reference::new(
             what.into(),
             stamps.into_owned(),
@@ -579,9 +683,10 @@ pub(super) fn read(
     }
     for c in &stamped {
         let stamps = candidates::values(&table, index(&table, c));
-        let resolution = evidence::resolution(&stamps, 1.0);
+        let name = format!("the timestamps in '{c}'");
+        let resolution = resolution_of(&name, &|| evidence::resolution(&stamps, 1.0));
         references.push(Reference::new(
-            format!("the timestamps in '{c}'"),
+            name,
             stamps.into_owned(),
             resolution,
             &steps,
@@ -591,7 +696,8 @@ pub(super) fn read(
         let column = index(&table, &c);
         let printed = candidates::values(&table, column);
         let scale = time_unit(&c).to_seconds();
-        let resolution = evidence::resolution(&printed, scale);
+        let resolution =
+            resolution_of(&format!("'{c}'"), &|| evidence::resolution(&printed, scale));
         let totals = printed.iter().map(|v| v * scale).collect::<Vec<_>>();
         clocks.push(Clock {
             name: format!("'{c}' differenced"),
@@ -631,8 +737,17 @@ pub(super) fn read(
         // and misses at most half as many (a run whose data loader stalls agrees with neither
         // often; a mean since the launch agrees with the epoch's reading only where the slow first
         // steps have faded from it).
-        let (since, (counts, totals, _)) = match epoch_counter {
-            Some(counter) => {
+        // Pinned, the first rows' origin.
+        let prefix = format!("'{mean}' as a running mean since the ");
+        let pinned_since = pinned.and_then(|p| {
+            p.resolutions
+                .iter()
+                .find_map(|(n, _)| n.strip_prefix(&prefix)?.strip_suffix(" began"))
+        });
+        let (since, (counts, totals, _)) = match (epoch_counter, pinned_since) {
+            (Some(counter), Some("epoch")) => ("epoch", reading(Some(counter))),
+            (_, Some(_)) => ("launch", since_launch),
+            (Some(counter), None) => {
                 let since_epoch = reading(Some(counter));
                 let (launch, epoch) = (since_launch.2, since_epoch.2);
                 if launch >= 0.5 && launch > epoch && (1.0 - launch) * 2.0 <= 1.0 - epoch {
@@ -641,25 +756,52 @@ pub(super) fn read(
                     ("epoch", since_epoch)
                 }
             }
-            None => ("launch", since_launch),
+            (None, None) => ("launch", since_launch),
         };
         // A mean's rounding is multiplied by the steps it is over; its total is as fine as its
         // last row's.
-        let resolution = evidence::resolution(&printed, scale)
-            * counts
-                .iter()
-                .copied()
-                .filter(|n| n.is_finite())
-                .fold(1.0, f64::max);
-        references.push(Reference::new(
-            format!("'{mean}' as a running mean since the {since} began"),
-            totals,
-            resolution,
-            &steps,
-        ));
+        let name = format!("'{mean}' as a running mean since the {since} began");
+        let resolution = resolution_of(&name, &|| {
+            evidence::resolution(&printed, scale)
+                * counts
+                    .iter()
+                    .copied()
+                    .filter(|n| n.is_finite())
+                    .fold(1.0, f64::max)
+        });
+        references.push(Reference::new(name, totals, resolution, &steps));
     }
+    record.resolutions = references
+        .iter()
+        .map(|r| (r.name.clone(), r.resolution))
+        .collect();
     let reference = references.iter().find(|r| !r.spans.is_empty());
-    let verdict = evidence::step_time(&clocks, reference, &steps);
+    let verdict = match pinned {
+        // The first rows' choice, found by name among this window's clocks.
+        Some(p) => evidence::TimeVerdict {
+            chosen: p
+                .clock
+                .as_ref()
+                .and_then(|n| clocks.iter().position(|c| &c.name == n)),
+            reference_values: p
+                .reference
+                .as_ref()
+                .and_then(|n| references.iter().find(|r| &r.name == n))
+                .map(|r| r.values(&steps)),
+            said: Vec::new(),
+            conflict: None,
+        },
+        None => evidence::step_time(&clocks, reference, &steps),
+    };
+    record.clock = verdict.chosen.map(|i| clocks[i].name.clone());
+    record.reference = match pinned {
+        Some(p) => p.reference.clone(),
+        None => verdict
+            .reference_values
+            .as_ref()
+            .and(reference)
+            .map(|r| r.name.clone()),
+    };
     for line in &verdict.said {
         notes.push(format!("reading: {line}"));
     }
@@ -765,6 +907,14 @@ pub(super) fn read(
         if let Some((_, scope)) = paired.iter().find(|(c, _)| *c == column) {
             return *scope;
         }
+        if let Some(p) = pinned {
+            let name = &table.names[column];
+            return p
+                .scopes
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(claimed, |(_, scope)| *scope);
+        }
         if chosen_values.is_none() {
             return claimed;
         }
@@ -828,6 +978,7 @@ pub(super) fn read(
         )
     {
         let decided = scope_of(index(&table, &c), claimed);
+        record.scopes.push((c.clone(), decided));
         if decided != claimed {
             notes.push(format!(
                 "reading: '{c}' is {}, not {} as its name says: the step time bears it out",
@@ -856,7 +1007,7 @@ pub(super) fn read(
             "samples",
         ),
     ] {
-        let (Some(count), Some(rate)) = (count, rate) else {
+        let (Some(count), Some(rate), None) = (count, rate, pinned) else {
             continue;
         };
         let Some(m) = contradicted(&table, count, rate) else {
@@ -890,6 +1041,11 @@ pub(super) fn read(
             }
         }
     }
+    if let Some(p) = pinned {
+        facts_dropped.clone_from(&p.facts_dropped);
+        tokens_fact_usable &= !facts_dropped.contains(&Field::Tokens);
+    }
+    record.facts_dropped.clone_from(&facts_dropped);
     facts.retain(|f| !facts_dropped.contains(&f.field));
     // Facts that differ by launch: a column each, each row its launch's value.
     for v in varying {
@@ -1035,7 +1191,12 @@ pub(super) fn read(
             let devices: Vec<f64> = (0..table.height)
                 .map(|row| if per_device { devices_row(row) } else { 1.0 })
                 .collect();
-            if let Some((count, with)) = steady_count(&table, rate_column, &devices, &clocks) {
+            let steady = match pinned {
+                Some(p) => p.steady.clone(),
+                None => steady_count(&table, rate_column, &devices, &clocks),
+            };
+            record.steady.clone_from(&steady);
+            if let Some((count, with)) = steady {
                 let name = free_name(&table, "samples");
                 table.fill(&name, &|_, _| Some(count));
                 notes.push(format!(
@@ -1126,16 +1287,20 @@ pub(super) fn read(
             facts.retain(|f| f.field != field);
         }
     }
-    Ok(ConsoleRead {
-        table,
-        notes,
-        warnings,
-        facts,
-        model,
-        hints,
-        framework: framework.map(|f| f.name.clone()),
-        marks,
-    })
+    Ok((
+        ConsoleRead {
+            table,
+            notes,
+            warnings,
+            facts,
+            model,
+            hints,
+            framework: framework.map(|f| f.name.clone()),
+            marks,
+        },
+        record,
+        row_lines,
+    ))
 }
 
 /// Whether a column's name states the unit of its values (`_ms`, `(s)`, ` in s`, `_sec`).

@@ -14,7 +14,7 @@ pub const LOG_CLOCK: &str = "log_clock_s";
 pub(super) type FastMap<K, V> = polars::prelude::PlHashMap<K, V>;
 
 /// A column as it is built: numbers and words side by side until the end says which it is.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Building {
     /// [`NONE`] where a row has no number.
     pub(super) numbers: Vec<f64>,
@@ -34,7 +34,7 @@ pub(super) struct Building {
 }
 
 /// One family's rows as they are read, and what choosing among families and cleaning up after need.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct FamilyRows {
     pub(super) family: (String, bool),
     /// The framework's keys whose `N/M` value gives its `M`.
@@ -287,6 +287,75 @@ impl FamilyRows {
         self.wall_times.extend(later.wall_times);
     }
 
+    /// The family's columns (names, keys, units) with the rows `rows` of this one, or with none.
+    fn with_rows(&self, rows: Option<std::ops::Range<usize>>) -> FamilyRows {
+        let rows = rows.unwrap_or(0..0);
+        let start = rows.start;
+        FamilyRows {
+            family: self.family.clone(),
+            totals: self.totals.clone(),
+            timed: self.timed,
+            rows_by_rank: FastMap::default(),
+            names: self.names.clone(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| Building {
+                    numbers: c.numbers[rows.clone()].to_vec(),
+                    words: c
+                        .words
+                        .iter()
+                        .filter(|(row, _)| rows.contains(row))
+                        .map(|(row, w)| (row - start, w.clone()))
+                        .collect(),
+                    written: None,
+                    any_number: c.any_number,
+                    whole: c.whole,
+                    unit: c.unit.clone(),
+                    total: c.total,
+                    last_total: c.last_total,
+                })
+                .collect(),
+            at: self.at.clone(),
+            column_of: self.column_of.clone(),
+            lines: self.lines[rows.clone()].to_vec(),
+            ranks: self.ranks[rows.clone()].to_vec(),
+            sizes: self.sizes[rows.clone()].to_vec(),
+            wall_times: self.wall_times[rows].to_vec(),
+            previous: self.previous.clone(),
+            first: FastMap::default(),
+            repeats: 0,
+            bare: 0,
+            words_among_numbers: 0,
+        }
+    }
+
+    /// A copy of the last `n` rows (all, where there are fewer), with the family's columns: the rows a
+    /// window of a log read in windows shares with the next.
+    pub(super) fn tail(&self, n: usize) -> FamilyRows {
+        let height = self.height();
+        self.with_rows(Some(height.saturating_sub(n)..height))
+    }
+
+    /// Moves the rows out, leaving the family's columns and each rank's last row (what the next rows
+    /// are checked against) here: a log read in windows keeps its families while their rows go.
+    pub(super) fn take_rows(&mut self) -> FamilyRows {
+        let mut taken = self.with_rows(None);
+        taken.rows_by_rank.clone_from(&self.rows_by_rank);
+        (taken.repeats, taken.bare) = (self.repeats, self.bare);
+        taken.words_among_numbers = self.words_among_numbers;
+        taken.lines = std::mem::take(&mut self.lines);
+        taken.ranks = std::mem::take(&mut self.ranks);
+        taken.sizes = std::mem::take(&mut self.sizes);
+        taken.wall_times = std::mem::take(&mut self.wall_times);
+        for (mine, theirs) in self.columns.iter_mut().zip(&mut taken.columns) {
+            theirs.numbers = std::mem::take(&mut mine.numbers);
+            theirs.words = std::mem::take(&mut mine.words);
+            mine.written = None;
+        }
+        taken
+    }
+
     /// Keeps the rows `keep` says.
     pub(super) fn retain(&mut self, keep: &[bool]) {
         fn filter<T>(values: &mut Vec<T>, keep: &[bool]) {
@@ -426,6 +495,26 @@ impl Table {
         match &self.columns[column] {
             Column::Numbers { values, .. } => Some(values[row]).filter(|v| !v.is_nan()),
             Column::Text(_) => None,
+        }
+    }
+
+    /// Rows `rows` of the table.
+    pub(super) fn rows(&self, rows: std::ops::Range<usize>) -> Table {
+        Table {
+            names: self.names.clone(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| match c {
+                    Column::Numbers { values, integer } => Column::Numbers {
+                        values: values[rows.clone()].to_vec(),
+                        integer: *integer,
+                    },
+                    Column::Text(words) => Column::Text(words[rows.clone()].to_vec()),
+                })
+                .collect(),
+            height: rows.len(),
+            totals: self.totals.clone(),
         }
     }
 

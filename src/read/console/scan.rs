@@ -419,7 +419,7 @@ pub(super) enum Open {
 /// The lines kept for the facts reader: every line that is not a training line, and the first
 /// [`FACT_LINES_PER_FAMILY`] of each family (those of the family that gives the rows are left out at the
 /// end), up to [`FACT_BYTES`] in all.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct FactLines {
     pub(super) lines: Vec<FactLine>,
     pub(super) bytes: usize,
@@ -429,6 +429,7 @@ pub(super) struct FactLines {
 
 /// A line kept for the facts reader: its index, the training lines it holds (each family and the
 /// line's place among the family's lines), its text.
+#[derive(Clone)]
 pub(super) struct FactLine {
     pub(super) index: usize,
     pub(super) families: Vec<(usize, usize)>,

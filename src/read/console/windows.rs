@@ -1,0 +1,628 @@
+//! A console log read in bounded memory: its first bytes (the *head*) are read as a whole log is, and
+//! the choices the evidence made over the head's rows ([`Pinned`]: which clock is the step time, each
+//! rate's scope, ...) are held for the rest, read a *window* of rows at a time. Memory holds the head's
+//! rows, then one window's, never the whole log's.
+//!
+//! A row's figures may depend on the rows around it (a clock differenced, the spans of a clock that
+//! moves in whole seconds), so a window gives only rows with [`WindowSizes::shared_rows`] rows of its
+//! own before and after them: it starts three bands of that many rows before the first row it gives.
+//! The first band is only read; the second was given by the window before, and must read the same
+//! in both, else a figure reaches further than a band and the reading stops; the third was the
+//! window before's last band, read but not given. So it does wherever the rest of the log would
+//! not read to the head's choices: a column, fact, hint or type that the head does not have (a
+//! relaunch on other hardware, a key first printed late), a choice the window cannot follow (a clock
+//! it lacks). Stopping says why, and the caller reads the log whole instead ([`super::read`]), exactly
+//! as without windows.
+//!
+//! What the rest of a log does not get: its own say in the choices (a log whose later rows would have
+//! chosen otherwise reads to its head's), and counts in the notes (they are the head's; a note says so).
+
+use std::borrow::Cow;
+
+use super::blocks::{scan_block, scan_until, BlockReader, Merged, BLOCK};
+use super::family::{self, Chosen};
+use super::reading::{self, Pinned};
+use super::rows::{Column, FamilyRows, Table};
+use super::vocabulary::{vocabulary, Framework};
+use super::{ConsoleRead, Given};
+use crate::goodput::Mark;
+
+/// How a log is cut for reading in windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowSizes {
+    /// Bytes of the log whose rows decide the reading; a log no longer is read whole.
+    pub head_bytes: usize,
+    /// Rows a window gives (about: the lines of a block come whole).
+    pub window_rows: usize,
+    /// Rows a window shares with each neighbour: how far a row's figures may reach.
+    pub shared_rows: usize,
+    /// Bytes of the blocks of lines the log is scanned in (the head ends at a block's end).
+    pub block_bytes: usize,
+}
+
+/// The sizes `mfu` reads large console logs with: a head of 64 MiB (about 250,000 lines of a
+/// torchtitan log), windows of 256 Ki rows sharing 1,024 rows with each neighbour.
+pub const WINDOW_SIZES: WindowSizes = WindowSizes {
+    head_bytes: 64 << 20,
+    window_rows: 1 << 18,
+    shared_rows: 1 << 10,
+    block_bytes: BLOCK,
+};
+
+/// The sizes large console logs are read with: [`WINDOW_SIZES`], or the `MFU_CONSOLE_WINDOWS`
+/// environment variable's `HEAD_BYTES,WINDOW_ROWS,SHARED_ROWS,BLOCK_BYTES` (for tests and experiments:
+/// small values read small logs in windows).
+pub fn window_sizes() -> WindowSizes {
+    let given: Option<Vec<usize>> = std::env::var("MFU_CONSOLE_WINDOWS").ok().and_then(|v| {
+        v.split(',')
+            .map(|n| n.trim().parse().ok().filter(|n| *n > 0))
+            .collect()
+    });
+    match given.as_deref() {
+        Some(&[head_bytes, window_rows, shared_rows, block_bytes]) => WindowSizes {
+            head_bytes,
+            window_rows,
+            shared_rows,
+            block_bytes,
+        },
+        _ => WINDOW_SIZES,
+    }
+}
+
+/// What reading a log in windows gave.
+pub enum Streamed<'s> {
+    /// The log is no longer than its head: read whole.
+    Whole(Box<ConsoleRead>),
+    /// The head's reading, and the rest to come a window at a time.
+    Windows(Box<Windows<'s>>),
+    /// The log cannot be read in windows (why): read it whole.
+    Stopped(String),
+}
+
+/// The rest of a log read in windows: [`Windows::next_table`] gives the head's rows, then each
+/// window's.
+pub struct Windows<'s> {
+    /// The head's reading: its notes, warnings, facts, hints and model are the log's.
+    pub head: ConsoleRead,
+    /// The head's rows given so far; then each window's.
+    head_given: bool,
+    blocks: BlockReader<'s>,
+    framework: Option<&'static Framework>,
+    beside: Vec<(String, String)>,
+    given: Given,
+    sizes: WindowSizes,
+    pinned: Pinned,
+    /// The head's columns and their kinds: every window's must be the same.
+    kinds: Vec<(String, u8)>,
+    /// The pass over the rest: every family's columns (their rows taken as they come), the lines kept
+    /// for facts, the count of lines.
+    rest: Merged,
+    /// The family chosen (its index among the pass's families) and its rank, if one.
+    chosen: usize,
+    family: (String, bool),
+    rank: Option<u32>,
+    /// Rows of the chosen family not given yet, after the rows shared with the window before.
+    pending: FamilyRows,
+    /// Lines that mark what happened before a row (relaunches, checkpoints, evaluations), in order.
+    mark_lines: Vec<(usize, Mark)>,
+    /// Rows given so far, and the line the next window's given rows start at.
+    given_rows: usize,
+    cut: usize,
+    /// The rows given last that the next window shares (their lines and figures).
+    shared: (Vec<usize>, Table),
+    windows: usize,
+    warnings: Vec<String>,
+    done: bool,
+}
+
+/// Reads the log `source` in windows ([`Streamed`]); `framework` names its framework when known,
+/// `beside` are the configuration files kept beside it.
+pub fn read_in_windows<'s>(
+    source: impl std::io::Read + Send + 's,
+    framework: Option<&str>,
+    beside: Vec<(String, String)>,
+    given: Given,
+    sizes: WindowSizes,
+) -> Result<Streamed<'s>, String> {
+    let vocab = vocabulary();
+    let mut blocks = BlockReader::new(source, sizes.block_bytes.max(1));
+    let head = blocks.head().map_err(|e| e.to_string())?;
+    let framework = framework
+        .and_then(|name| vocab.framework(name))
+        .or_else(|| vocab.framework_of(head));
+    let (mut merged, more) =
+        scan_until(&mut blocks, framework, sizes.head_bytes).map_err(|e| e.to_string())?;
+    if !more {
+        let ends_with_newline = blocks.last == Some(b'\n');
+        let chosen = family::choose(merged, framework, ends_with_newline)?;
+        return reading::read(chosen, framework, &beside, given)
+            .map(|r| Streamed::Whole(Box::new(r)));
+    }
+    let band = sizes.shared_rows.max(1);
+    // The rows each family would share with the first window, kept before the head's are read.
+    let mut tails: Vec<FamilyRows> = merged.families.iter().map(|f| f.tail(3 * band)).collect();
+    let head_rows = merged.take_rows();
+    // What the head's lines say happened before rows the first window shares.
+    let mut mark_lines = head_rows.mark_lines.clone();
+    for f in head_rows.families.iter().filter(|f| f.family.1) {
+        mark_lines.extend(f.lines.iter().map(|l| (*l, Mark::Evaluation)));
+    }
+    // A head the reader cannot read may still be the start of a log it can.
+    let chosen = match family::choose(head_rows, framework, true) {
+        Ok(chosen) => chosen,
+        Err(why) => return Ok(Streamed::Stopped(format!("its head: {why}"))),
+    };
+    if chosen.chosen == usize::MAX {
+        return Ok(Streamed::Stopped(
+            "the rows are a run summary's, not its lines'".into(),
+        ));
+    }
+    let (index, family_key, rank) = (chosen.chosen, chosen.family.clone(), chosen.rank);
+    let pending = tails.swap_remove(index);
+    drop(tails);
+    if pending.height() < 3 * band {
+        return Ok(Streamed::Stopped(format!(
+            "its head holds fewer than {} rows of its training lines",
+            3 * band
+        )));
+    }
+    mark_lines.retain(|(line, _)| *line >= pending.lines[0]);
+    // The head's rows up to the line of the first row the window after it gives.
+    let cut = pending.lines[2 * band];
+    let (mut head, pinned, row_lines) =
+        match reading::read_pinned(chosen, framework, &beside, given, None, 0) {
+            Ok(read) => read,
+            Err(why) => return Ok(Streamed::Stopped(format!("its head: {why}"))),
+        };
+    let given_rows = row_lines.partition_point(|l| *l < cut);
+    let from = row_lines.partition_point(|l| *l < pending.lines[band]);
+    let shared_rows = (
+        row_lines[from..given_rows].to_vec(),
+        head.table.rows(from..given_rows),
+    );
+    head.table = head.table.rows(0..given_rows);
+    let head_kinds = kinds(&head.table);
+    Ok(Streamed::Windows(Box::new(Windows {
+        head,
+        head_given: false,
+        blocks,
+        framework,
+        beside,
+        given,
+        sizes,
+        pinned,
+        kinds: head_kinds,
+        rest: merged,
+        chosen: index,
+        family: family_key,
+        rank,
+        pending,
+        mark_lines,
+        given_rows,
+        cut,
+        shared: shared_rows,
+        windows: 0,
+        warnings: Vec::new(),
+        done: false,
+    })))
+}
+
+impl Windows<'_> {
+    /// The next rows: the head's, then each window's; `Ok(None)` at the end; `Err` (why) where the
+    /// rest of the log does not read to the head's choices.
+    pub fn next_table(&mut self) -> Result<Option<Table>, String> {
+        if !self.head_given {
+            self.head_given = true;
+            return Ok(Some(std::mem::take(&mut self.head.table)));
+        }
+        if self.done {
+            return Ok(None);
+        }
+        let band = self.sizes.shared_rows.max(1);
+        let ended = self.gather(self.sizes.window_rows + 3 * band)?;
+        self.window(ended).map(Some)
+    }
+
+    /// Scans blocks until the rows pending are `rows` or the log ends (`true`).
+    fn gather(&mut self, rows: usize) -> Result<bool, String> {
+        use rayon::prelude::*;
+        let threads = rayon::current_num_threads().max(1);
+        while self.pending.height() < rows {
+            let mut batch = Vec::with_capacity(threads);
+            while batch.len() < threads {
+                match self.blocks.next_block().map_err(|e| e.to_string())? {
+                    Some(b) => batch.push(b),
+                    None => break,
+                }
+            }
+            if batch.is_empty() {
+                return Ok(true);
+            }
+            let framework = self.framework;
+            let scanned: Vec<_> = batch
+                .par_iter()
+                .map(|block| scan_block(framework, block))
+                .collect();
+            for scanner in scanned {
+                self.rest.absorb(scanner);
+                self.take_rows();
+            }
+            for block in batch {
+                self.blocks.give_back(block);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Moves the rows the pass put together into the pending rows (the chosen family's) and the mark
+    /// lines (evaluation families' lines), leaving the families' columns.
+    fn take_rows(&mut self) {
+        for (i, f) in self.rest.families.iter_mut().enumerate() {
+            let rows = f.take_rows();
+            if i == self.chosen {
+                self.pending.append(rows, 0);
+            } else if f.family.1 {
+                self.mark_lines
+                    .extend(rows.lines.iter().map(|l| (*l, Mark::Evaluation)));
+            }
+        }
+        self.mark_lines.append(&mut self.rest.mark_lines);
+    }
+
+    /// Reads the pending rows to the head's choices and gives those after the shared ones (all, at the
+    /// log's end).
+    fn window(&mut self, ended: bool) -> Result<Table, String> {
+        let band = self.sizes.shared_rows.max(1);
+        let next = if ended {
+            None
+        } else {
+            Some(self.pending.tail(3 * band))
+        };
+        let replacement = next.clone().unwrap_or_else(|| self.pending.tail(0));
+        let mut rows = std::mem::replace(&mut self.pending, replacement);
+        if let Some(rank) = self.rank {
+            let keep: Vec<bool> = rows
+                .ranks
+                .iter()
+                .map(|r| r.is_none_or(|r| r == rank))
+                .collect();
+            rows.retain(&keep);
+        }
+        let first_line = rows.lines.first().copied().unwrap_or(usize::MAX);
+        self.mark_lines.sort_by_key(|(line, _)| *line);
+        let marks: Vec<(usize, Mark)> = self
+            .mark_lines
+            .iter()
+            .filter(|(line, _)| *line >= first_line)
+            .copied()
+            .collect();
+        if let Some(next) = &next {
+            let keep_from = next.lines.first().copied().unwrap_or(usize::MAX);
+            self.mark_lines.retain(|(line, _)| *line >= keep_from);
+        }
+        let last_line =
+            (ended && self.blocks.last != Some(b'\n')).then(|| self.rest.lines.saturating_sub(1));
+        let finished = family::finish(rows, &self.family.0, &marks, last_line);
+        let before = finished.row_lines.partition_point(|l| *l < self.cut);
+        let chosen = Chosen {
+            table: finished.table,
+            units: finished.units,
+            notes: Vec::new(),
+            warnings: finished.warnings,
+            marks: finished.marks,
+            fact_lines: Cow::Borrowed(&self.rest.facts),
+            chosen: self.chosen,
+            row_lines: finished.row_lines,
+            family: self.family.clone(),
+            rank: self.rank,
+        };
+        let first_row = self.given_rows.checked_sub(before).ok_or_else(|| {
+            "a window shares more rows with the one before than that one gave".to_string()
+        })?;
+        let (read, pinned, row_lines) = reading::read_pinned(
+            chosen,
+            self.framework,
+            &self.beside,
+            self.given,
+            Some(&self.pinned),
+            first_row,
+        )?;
+        self.windows += 1;
+        self.check(&read, &pinned)?;
+        // The second band read as the window before gave it.
+        let (lines, table) = &self.shared;
+        let start = lines
+            .first()
+            .map_or(before, |first| row_lines.partition_point(|l| l < first));
+        if row_lines[start..before] != lines[..] || !same_rows(&read.table, start..before, table) {
+            return Err(format!(
+                "a row's figures depend on rows further than the {band} rows a window reads before and after those it gives (rows from line {})",
+                lines.first().map_or(0, |l| l + 1)
+            ));
+        }
+        let cut = match &next {
+            Some(next) if next.height() > 2 * band => next.lines[2 * band],
+            _ => usize::MAX,
+        };
+        let to = row_lines.partition_point(|l| *l < cut);
+        let from = match &next {
+            Some(next) if next.height() > band => {
+                row_lines.partition_point(|l| *l < next.lines[band])
+            }
+            _ => to,
+        }
+        .clamp(before, to);
+        self.shared = (row_lines[from..to].to_vec(), read.table.rows(from..to));
+        self.given_rows += to - before;
+        self.cut = cut;
+        for w in read.warnings {
+            if !self.head.warnings.contains(&w) && !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        self.done = next.is_none();
+        Ok(read.table.rows(before..to))
+    }
+
+    /// Whether a window read to the head's choices made what the head made: the same columns of the
+    /// same kinds, hints, facts and model, and the same choices.
+    fn check(&self, read: &ConsoleRead, pinned: &Pinned) -> Result<(), String> {
+        let head = &self.head;
+        let differs = if kinds(&read.table) != self.kinds {
+            Some("its columns")
+        } else if read.hints != head.hints {
+            Some("the columns that give each field")
+        } else if read.facts != head.facts {
+            Some("its facts")
+        } else if read.model != head.model {
+            Some("the model")
+        } else if *pinned != self.pinned {
+            Some("the evidence's choices")
+        } else {
+            None
+        };
+        match differs {
+            Some(what) => Err(format!(
+                "the rows after line {} differ from the head's in {what} (a relaunch, or a key printed late)",
+                self.cut.min(self.rest.lines)
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The notes and warnings of the log once every window is read: the head's, a note on the
+    /// windows, and the windows' own warnings.
+    pub fn finish(self) -> (Vec<String>, Vec<String>) {
+        let mut notes = self.head.notes;
+        notes.push(format!(
+            "read in windows: the rows of the first {} MiB chose the reading, and {} window(s) of up to {} rows read the other rows to it; the counts in the notes above are the first rows'",
+            self.sizes.head_bytes >> 20,
+            self.windows,
+            self.sizes.window_rows
+        ));
+        let mut warnings = self.head.warnings;
+        warnings.extend(self.warnings);
+        (notes, warnings)
+    }
+}
+
+/// Each column's name and kind: whole numbers, numbers, words.
+fn kinds(t: &Table) -> Vec<(String, u8)> {
+    t.names
+        .iter()
+        .zip(&t.columns)
+        .map(|(n, c)| {
+            let kind = match c {
+                Column::Numbers { integer: true, .. } => 0,
+                Column::Numbers { .. } => 1,
+                Column::Text(_) => 2,
+            };
+            (n.clone(), kind)
+        })
+        .collect()
+}
+
+/// Whether rows `rows` of `a` are `b`'s rows, bit for bit.
+fn same_rows(a: &Table, rows: std::ops::Range<usize>, b: &Table) -> bool {
+    rows.len() == b.height && a.names == b.names && a.rows(rows) == *b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables one after another.
+    fn concat(tables: Vec<Table>) -> Table {
+        let mut all = Table::default();
+        for t in tables {
+            if all.names.is_empty() {
+                all = t;
+                continue;
+            }
+            assert_eq!(all.names, t.names);
+            for (a, b) in all.columns.iter_mut().zip(t.columns) {
+                match (a, b) {
+                    (Column::Numbers { values, .. }, Column::Numbers { values: more, .. }) => {
+                        values.extend(more)
+                    }
+                    (Column::Text(words), Column::Text(more)) => words.extend(more),
+                    _ => panic!("a column changed kind"),
+                }
+            }
+            all.height += t.height;
+        }
+        all
+    }
+
+    /// The log read in windows of `sizes`: the tables put together, notes and warnings; `Err` where
+    /// the windows stopped (why).
+    fn windowed(log: &[u8], sizes: WindowSizes) -> Result<ConsoleRead, String> {
+        match read_in_windows(log, None, Vec::new(), Given::default(), sizes)? {
+            Streamed::Whole(read) => Ok(*read),
+            Streamed::Stopped(why) => Err(why),
+            Streamed::Windows(mut windows) => {
+                let mut tables = Vec::new();
+                while let Some(t) = windows.next_table()? {
+                    tables.push(t);
+                }
+                let (facts, hints) = (windows.head.facts.clone(), windows.head.hints.clone());
+                let (notes, warnings) = windows.finish();
+                Ok(ConsoleRead {
+                    table: concat(tables),
+                    notes,
+                    warnings,
+                    facts,
+                    hints,
+                    ..ConsoleRead::default()
+                })
+            }
+        }
+    }
+
+    const SMALL: WindowSizes = WindowSizes {
+        head_bytes: 4096,
+        window_rows: 40,
+        shared_rows: 6,
+        block_bytes: 1000,
+    };
+
+    /// A torchtitan log of `steps` steps, its lines timestamped to the millisecond a little over a
+    /// second apart, with a checkpoint line every 100 steps.
+    fn torchtitan(steps: u32) -> String {
+        let mut log = String::from("[rank0]:[titan] 2026-04-18 22:15:35,952 - root - INFO - CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory\n[rank0]:[titan] 2026-04-18 22:15:36,647 - root - INFO - Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 100000 (warmup 500)\n");
+        for step in 1..=steps {
+            let ms = u64::from(step) * 1013 + u64::from(step % 7) * 31;
+            log.push_str(&format!(
+                "[rank0]:[titan] 2026-04-18 {:02}:{:02}:{:02},{:03} - root - INFO - step: {step:>5}  loss: {:7.4}  memory: 35.13GiB(44.36%)  tps: {}  tflops: 325.77  mfu: 32.94%\n",
+                ms / 3_600_000 % 24,
+                ms / 60_000 % 60,
+                ms / 1000 % 60,
+                ms % 1000,
+                3.0 - f64::from(step) * 1e-3,
+                6000 + step % 900,
+            ));
+            if step % 100 == 0 {
+                log.push_str(
+                    "[rank0]:[titan] 2026-04-18 00:00:00,000 - root - INFO - Saving a checkpoint\n",
+                );
+            }
+        }
+        log
+    }
+
+    #[test]
+    fn a_log_read_in_windows_reads_as_it_reads_whole() {
+        let log = torchtitan(1200);
+        let whole = super::super::read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+        for sizes in [
+            SMALL,
+            WindowSizes {
+                window_rows: 1,
+                ..SMALL
+            },
+            WindowSizes {
+                head_bytes: 60_000,
+                window_rows: 333,
+                shared_rows: 25,
+                block_bytes: 7000,
+            },
+        ] {
+            let windowed = windowed(log.as_bytes(), sizes).unwrap();
+            assert_eq!(windowed.table.height, 1200, "{sizes:?}");
+            assert_eq!(windowed.table, whole.table, "{sizes:?}");
+            assert_eq!(windowed.hints, whole.hints);
+            assert_eq!(windowed.facts, whole.facts);
+            assert!(
+                windowed
+                    .notes
+                    .last()
+                    .unwrap()
+                    .starts_with("read in windows"),
+                "{:?}",
+                windowed.notes
+            );
+        }
+        // A log no longer than its head is read whole.
+        let short = windowed(
+            log.as_bytes(),
+            WindowSizes {
+                head_bytes: 1 << 30,
+                ..SMALL
+            },
+        )
+        .unwrap();
+        assert_eq!(short.table, whole.table);
+        assert_eq!(short.notes, whole.notes);
+    }
+
+    #[test]
+    fn a_relaunch_on_other_devices_after_the_head_stops_the_windows() {
+        let mut log = torchtitan(400);
+        let relaunch = torchtitan(300).replace("H100 80GB HBM3", "A100-SXM4-40GB");
+        log.push_str(&relaunch);
+        let why = windowed(log.as_bytes(), SMALL).unwrap_err();
+        assert!(why.contains("differ from the head's"), "{why}");
+    }
+
+    #[test]
+    fn the_corpus_reads_in_windows_as_whole_where_its_head_chooses_as_the_whole_log() {
+        // Each real log of tests/data/logs cut into small windows: where the head's rows give the
+        // choices the whole log gives (the same hints and facts), the same rows; else the windows stop
+        // or read to the head's choices, and say so.
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+        let mut logs: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        let (mut same, mut stopped) = (0, 0);
+        for log in logs {
+            let bytes = std::fs::read(&log).unwrap();
+            let Ok(whole) = super::super::read(&mut &bytes[..], None, &[], Given::default()) else {
+                continue;
+            };
+            let sizes = WindowSizes {
+                head_bytes: bytes.len() / 2,
+                window_rows: 16,
+                shared_rows: 4,
+                block_bytes: 512,
+            };
+            let streamed =
+                read_in_windows(&bytes[..], None, Vec::new(), Given::default(), sizes).unwrap();
+            let mut windows = match streamed {
+                Streamed::Windows(w) => w,
+                Streamed::Stopped(why) => {
+                    eprintln!("stopped {}: {why}", log.display());
+                    stopped += 1;
+                    continue;
+                }
+                Streamed::Whole(_) => continue,
+            };
+            let chose_alike = windows.head.hints == whole.hints
+                && windows.head.facts == whole.facts
+                && windows.head.table.names == whole.table.names;
+            let mut tables = Vec::new();
+            let read = loop {
+                match windows.next_table() {
+                    Ok(Some(t)) => tables.push(t),
+                    Ok(None) => break Ok(()),
+                    Err(why) => break Err(why),
+                }
+            };
+            match read {
+                Err(why) => {
+                    eprintln!("stopped {}: {why}", log.display());
+                    stopped += 1
+                }
+                Ok(()) if chose_alike => {
+                    assert_eq!(concat(tables), whole.table, "{}", log.display());
+                    same += 1;
+                }
+                Ok(()) => {}
+            }
+        }
+        eprintln!("windows: {same} logs read alike, {stopped} stopped");
+        assert!(same >= 20, "{same} logs read alike, {stopped} stopped");
+    }
+}
