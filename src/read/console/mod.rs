@@ -218,7 +218,7 @@ pub fn read_in_blocks(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::blocks::scan_block;
     use super::scan::LONGEST_LINE;
     use super::*;
@@ -354,7 +354,7 @@ mod tests {
     }
 
     /// The layouts the reader takes, each printing one line of `(key, value)` pairs after the step.
-    const LAYOUTS: [&str; 7] = [
+    pub(super) const LAYOUTS: [&str; 7] = [
         "colon-spaces",
         "equals-dashes",
         "megatron-bars",
@@ -364,7 +364,7 @@ mod tests {
         "timestamped-equals-commas",
     ];
 
-    fn print_line(layout: &str, step: u32, pairs: &[(String, f64)]) -> String {
+    pub(super) fn print_line(layout: &str, step: u32, pairs: &[(String, f64)]) -> String {
         let join = |f: &dyn Fn(&(String, f64)) -> String, sep: &str| {
             pairs.iter().map(f).collect::<Vec<_>>().join(sep)
         };

@@ -555,6 +555,61 @@ mod tests {
         assert_eq!(short.notes, whole.notes);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+        /// Any table printed as console lines, in each layout, reads in windows of any size to the
+        /// rows it reads whole, wherever its head chooses as the whole log does.
+        #[test]
+        fn a_table_printed_in_any_layout_reads_in_windows_as_whole(
+            layout in 0..super::super::tests::LAYOUTS.len(),
+            keys in proptest::collection::btree_set("k[a-z]{1,6}(_[a-z]{1,5})?", 1..5),
+            seed in 0u64..1000,
+            rows in 60usize..400,
+            window in 1usize..50,
+            band in 1usize..8,
+        ) {
+            let keys: Vec<String> = keys.into_iter().collect();
+            let layout = super::super::tests::LAYOUTS[layout];
+            let mut log = String::from("noise before the run\n");
+            for i in 0..rows {
+                let pairs: Vec<(String, f64)> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(k, key)| {
+                        let x = (seed + (i * 31 + k * 7) as u64) % 1000;
+                        (key.clone(), x as f64 / 8.0 - 50.0)
+                    })
+                    .collect();
+                log.push_str(&super::super::tests::print_line(layout, i as u32 + 1, &pairs));
+                log.push('\n');
+            }
+            let whole = super::super::read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+            let sizes = WindowSizes {
+                head_bytes: log.len() / 2,
+                window_rows: window,
+                shared_rows: band,
+                block_bytes: 200,
+            };
+            // Where the head chooses as the whole log does (a clock to the second needs 20 s of
+            // lines before it times a step), the same rows.
+            match windowed(log.as_bytes(), sizes) {
+                Ok(read) if read.hints == whole.hints => {
+                    proptest::prop_assert_eq!(&read.table, &whole.table, "{}", layout);
+                }
+                Ok(_) => {}
+                // The windows stop only for a head too short, or (a clock to the second timing
+                // spans of 20 lines) for bands narrower than a span.
+                Err(why) => proptest::prop_assert!(
+                    why.contains("fewer than")
+                        || (layout == "timestamped-equals-commas" && why.contains("depend on rows further")),
+                    "{}: {}",
+                    layout,
+                    why
+                ),
+            }
+        }
+    }
+
     #[test]
     fn a_relaunch_on_other_devices_after_the_head_stops_the_windows() {
         let mut log = torchtitan(400);
