@@ -1036,6 +1036,27 @@ fn a_large_console_log_is_read_in_windows_to_the_same_rows() {
     }
     let rows = csv_rows(&std::fs::read_to_string(wd.path("out.csv")).unwrap());
     assert_eq!(rows.len(), 12_000);
+    // With its shape named: the same.
+    let assert = wd
+        .mfu()
+        .env("MFU_BLOCK_BYTES", "65536")
+        .env("MFU_CONSOLE_WINDOWS", "131072,3000,64,16384")
+        .args([
+            "enrich",
+            "train.log",
+            "--shape",
+            "torchtitan",
+            "-o",
+            "shaped.csv",
+            "-v",
+        ])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(said.contains("read in windows ("), "{said}");
+    assert!(
+        std::fs::read(wd.path("shaped.csv")).unwrap() == std::fs::read(wd.path("out.csv")).unwrap()
+    );
     // Compressed, judged by its size once decompressed: the same rows, in windows.
     let zst =
         zstd::stream::encode_all(&std::fs::read(wd.path("train.log")).unwrap()[..], 3).unwrap();

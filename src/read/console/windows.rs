@@ -107,6 +107,8 @@ pub struct Windows<'s> {
     mark_lines: Vec<(usize, Mark)>,
     /// Rows given so far, and the line the next window's given rows start at.
     given_rows: usize,
+    /// Rows given from the head.
+    head_rows: usize,
     cut: usize,
     /// The rows given last that the next window shares (their lines and figures).
     shared: (Vec<usize>, Table),
@@ -199,6 +201,7 @@ pub fn read_in_windows<'s>(
         pending,
         mark_lines,
         given_rows,
+        head_rows: given_rows,
         cut,
         shared: shared_rows,
         windows: 0,
@@ -395,10 +398,12 @@ impl Windows<'_> {
     pub fn finish(self) -> (Vec<String>, Vec<String>) {
         let mut notes = self.head.notes;
         notes.push(format!(
-            "read in windows: the rows of the first {} MiB chose the reading, and {} window(s) of up to {} rows read the other rows to it; the counts in the notes above are the first rows'",
-            self.sizes.head_bytes >> 20,
+            "read in windows: the rows of the log's first {} chose the reading ({} rows given from them), and {} window(s) of up to {} rows read the other {} rows to it; the counts in the notes above are the first rows'",
+            crate::read::memory::format_size(self.sizes.head_bytes as u64),
+            self.head_rows,
             self.windows,
-            self.sizes.window_rows
+            self.sizes.window_rows,
+            self.given_rows - self.head_rows
         ));
         let mut warnings = self.head.warnings;
         warnings.extend(self.warnings);
@@ -606,6 +611,41 @@ mod tests {
                     layout,
                     why
                 ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+        /// Any lines, in windows of any size: no panic, and where the windows read to the end, as many
+        /// rows as steps were printed at most.
+        #[test]
+        fn any_lines_read_in_windows_without_panic(
+            lines in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "step: 7 loss: 2.5 time: 0.5s", "step: 3 loss: 2.5", "step=9 lr=3e-4 tps=1,200",
+                    "[2024-01-02 03:04:05,678] step 1, loss 2", "Epoch 3/9", "world_size: 8",
+                    "Traceback (most recent call last):", "\u{1b}[31mstep: 5 mfu: 40%\u{1b}[0m",
+                    "[rank1]: step: 2 loss: 1", "iteration 4/ 100 | elapsed time per iteration (ms): 500.0 |",
+                    "", "x\u{ff}\u{fe}", "{'loss': 1.0, 'step': 4}", "step: nan loss: inf",
+                ]),
+                0..300,
+            ),
+            head in 1usize..3000,
+            window in 1usize..40,
+            band in 1usize..6,
+            block in 1usize..400,
+        ) {
+            let log = lines.join("\n");
+            let sizes = WindowSizes { head_bytes: head, window_rows: window, shared_rows: band, block_bytes: block };
+            let streamed = read_in_windows(log.as_bytes(), None, Vec::new(), Given::default(), sizes);
+            if let Ok(Streamed::Windows(mut windows)) = streamed {
+                let mut rows = 0;
+                while let Ok(Some(t)) = windows.next_table() {
+                    rows += t.height;
+                }
+                proptest::prop_assert!(rows <= lines.len());
+                let _ = windows.finish();
             }
         }
     }
