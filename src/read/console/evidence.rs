@@ -59,7 +59,21 @@ pub(super) struct Reference {
 impl Reference {
     /// A reference from running values in seconds (NaN where a row has none), moving in steps of
     /// `resolution` seconds ([`resolution`]).
+    #[cfg(test)]
     pub(super) fn new(name: String, totals: Vec<f64>, resolution: f64, steps: &Steps) -> Reference {
+        Reference::from_row(name, totals, resolution, steps, 0)
+    }
+
+    /// [`Reference::new`], its first span starting at row `first` at the earliest: a window of a log
+    /// read in windows starts its spans where the window before ended one, so that they are the whole
+    /// log's spans.
+    pub(super) fn from_row(
+        name: String,
+        totals: Vec<f64>,
+        resolution: f64,
+        steps: &Steps,
+        first: usize,
+    ) -> Reference {
         let min_span = SPAN_IN_RESOLUTIONS * resolution;
         // Room for a span a row (a clock to the millisecond): reserved, not faulted in, where the
         // spans are fewer.
@@ -76,7 +90,7 @@ impl Reference {
                     }
                 }
             };
-        for row in 0..totals.len() {
+        for row in first..totals.len() {
             let usable = totals[row].is_finite() && steps.step[row].is_finite();
             if !usable {
                 continue;

@@ -11,6 +11,17 @@ use super::vocabulary::{Fact, Framework};
 use super::Given;
 use crate::columns::{FactValue, RunFact};
 
+/// The facts a log's lines gave so far, kept from window to window of a log read in windows: a window
+/// of one launch reads only the lines kept since the window before (a log that prints a line of its
+/// own between steps keeps 64 MiB of them, read again by every window before this).
+#[derive(Default)]
+pub(super) struct FactsSoFar {
+    /// The lines read so far (from the first of the lines kept).
+    lines: usize,
+    /// What they said, before the files beside the log and the flags.
+    config: Option<ConfigFacts>,
+}
+
 /// The facts of each launch, and each row's launch.
 pub(super) struct Launches<'s> {
     pub(super) configs: Vec<ConfigFacts>,
@@ -27,6 +38,7 @@ pub(super) struct Launches<'s> {
 impl<'s> Launches<'s> {
     /// Reads the facts of each launch of `steps` (the rows' launches; `row_lines` each row's line) from
     /// the lines kept for facts, but for the training lines of family `chosen`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn read(
         fact_lines: &FactLines,
         chosen: usize,
@@ -35,6 +47,7 @@ impl<'s> Launches<'s> {
         framework: Option<&'static Framework>,
         beside: &[(String, String)],
         given: Given,
+        so_far: Option<&mut FactsSoFar>,
     ) -> Launches<'s> {
         let count = steps.launch.iter().max().map_or(1, |m| m + 1);
         // The last line of each launch's rows: a line up to it (and after the launch before's last)
@@ -53,19 +66,36 @@ impl<'s> Launches<'s> {
         };
         let mut region = vec![ConfigFacts::of(framework); count];
         let mut other_text = vec![String::new(); count];
+        // One launch in a window of a log read in windows: every line is its, so the lines read for
+        // the windows before stand (their text is not kept: nvidia-smi tables are the head's).
+        let (from, so_far) = match so_far {
+            Some(so_far) if count == 1 => {
+                if let Some(config) = so_far.config.take() {
+                    region[0] = config;
+                }
+                (so_far.lines.min(fact_lines.lines.len()), Some(so_far))
+            }
+            _ => (0, None),
+        };
         for FactLine {
             index,
             families,
             raw,
-        } in &fact_lines.lines
+        } in &fact_lines.lines[from..]
         {
             if families.iter().any(|(f, _)| *f == chosen) {
                 continue;
             }
             let k = launch_of_line(*index);
             region[k].read_line(raw, &format!("line {}", index + 1));
-            other_text[k].push_str(raw);
-            other_text[k].push('\n');
+            if so_far.is_none() {
+                other_text[k].push_str(raw);
+                other_text[k].push('\n');
+            }
+        }
+        if let Some(so_far) = so_far {
+            so_far.lines = fact_lines.lines.len();
+            so_far.config = Some(region[0].clone());
         }
         let mut configs: Vec<ConfigFacts> = Vec::with_capacity(count);
         for mut config in region {

@@ -88,6 +88,35 @@ pub(super) struct Pinned {
     facts_dropped: Vec<Field>,
     /// The count a step a samples rate was measured over, and the clock that says so.
     steady: Option<(f64, String)>,
+    /// The facts an nvidia-smi table printed in the log gave.
+    smi_facts: Vec<RunFact>,
+}
+
+impl Pinned {
+    /// Whether the step time is a covering clock's, each row getting its span's figure.
+    pub(super) fn times_by_spans(&self) -> bool {
+        self.reference.is_some() && self.clock.is_none()
+    }
+}
+
+/// A window of a log read in windows, as the reading takes it: the choices of the log's first rows,
+/// the log's row the window's first row is, and the facts its lines gave so far.
+pub(super) struct Window<'a> {
+    pub(super) pinned: &'a Pinned,
+    pub(super) first_row: usize,
+    pub(super) facts: &'a mut super::launches::FactsSoFar,
+    /// The line of the first row a covering clock's spans may start at: where a span of the window
+    /// before ended.
+    pub(super) spans_from: Option<usize>,
+}
+
+/// What a reading gave: the read, its choices, the line of each row, and the lines the spans of the
+/// covering clock that times the rows end on (but the last span's, which the rows after may lengthen).
+pub(super) struct Reading {
+    pub(super) read: ConsoleRead,
+    pub(super) pinned: Pinned,
+    pub(super) row_lines: Vec<usize>,
+    pub(super) span_ends: Vec<usize>,
 }
 
 /// Reads the chosen rows' columns and the log's facts into what the column stage takes.
@@ -97,20 +126,21 @@ pub(super) fn read(
     beside: &[(String, String)],
     given: Given,
 ) -> Result<ConsoleRead, String> {
-    read_pinned(chosen, framework, beside, given, None, 0).map(|(read, _, _)| read)
+    read_pinned(chosen, framework, beside, given, None).map(|reading| reading.read)
 }
 
-/// [`read`] with the choices of `pinned` where given (a window of a log read in windows, whose first
-/// row is the log's row `first_row`), else made here from the evidence: the read, its choices and the
-/// line each row was read from.
+/// [`read`] with the choices the log's first rows made where `window` is given (a window of a log
+/// read in windows), else made here from the evidence: the read, its choices and the line each row was
+/// read from.
 pub(super) fn read_pinned(
     chosen: Chosen,
     framework: Option<&'static Framework>,
     beside: &[(String, String)],
     given: Given,
-    pinned: Option<&Pinned>,
-    first_row: usize,
-) -> Result<(ConsoleRead, Pinned, Vec<usize>), String> {
+    mut window: Option<Window<'_>>,
+) -> Result<Reading, String> {
+    let pinned = window.as_ref().map(|w| w.pinned);
+    let first_row = window.as_ref().map_or(0, |w| w.first_row);
     let vocab = vocabulary();
     let mut record = Pinned::default();
     let Chosen {
@@ -124,6 +154,12 @@ pub(super) fn read_pinned(
         row_lines,
         ..
     } = chosen;
+    // The first row a covering clock's spans may start at.
+    let spans_from = window
+        .as_ref()
+        .and_then(|w| w.spans_from)
+        .map_or(0, |line| row_lines.partition_point(|l| *l < line));
+
     if fact_lines.dropped > 0 {
         notes.push(format!(
             "{} line(s) past the first {} MiB of lines other than training lines not read for facts",
@@ -232,11 +268,14 @@ pub(super) fn read_pinned(
         .iter()
         .any(|c| c.to_ascii_lowercase().contains("epoch"))
     {
-        let epochs = header_epochs(&fact_lines, chosen, &row_lines);
+        // Pinned, the header lines are read only where the first rows had them.
         let epochs = match pinned {
-            Some(p) if p.header_epochs => Some(epochs.unwrap_or_else(|| vec![None; table.height])),
+            Some(p) if p.header_epochs => Some(
+                header_epochs(&fact_lines, chosen, &row_lines)
+                    .unwrap_or_else(|| vec![None; table.height]),
+            ),
             Some(_) => None,
-            None => epochs,
+            None => header_epochs(&fact_lines, chosen, &row_lines),
         };
         if let Some(epochs) = epochs {
             record.header_epochs = true;
@@ -355,6 +394,7 @@ pub(super) fn read_pinned(
         framework,
         beside,
         given,
+        window.as_mut().map(|w| &mut *w.facts),
     );
     let (mut facts, varying) = launches.run_facts();
     let launch_count = launches.with_rows().iter().filter(|r| **r).count();
@@ -369,8 +409,12 @@ pub(super) fn read_pinned(
                 .join(", ")
         ));
     }
-    // Launches that logged no training step, for `mfu goodput` (counted, not attempts).
-    let idle = super::launches::without_steps(&fact_lines, &row_lines, &steps.launch);
+    // Launches that logged no training step, for `mfu goodput` (counted, not attempts); a window's
+    // rows are read for their figures only.
+    let idle = match pinned {
+        Some(_) => Vec::new(),
+        None => super::launches::without_steps(&fact_lines, &row_lines, &steps.launch),
+    };
     if !idle.is_empty() {
         notes.push(format!(
             "reading: {} launch(es) logged no training step (from line {})",
@@ -386,9 +430,13 @@ pub(super) fn read_pinned(
         );
         marks.sort_by_key(|(row, _)| *row);
     }
-    // Devices from an nvidia-smi table printed in the log.
-    let other_text = launches.other_text.concat();
-    for fact in crate::read::shapes::nvidia_smi::facts(&other_text) {
+    // Devices from an nvidia-smi table printed in the log (pinned, the first rows').
+    let smi_facts = match pinned {
+        Some(p) => p.smi_facts.clone(),
+        None => crate::read::shapes::nvidia_smi::facts(&launches.other_text.concat()),
+    };
+    record.smi_facts.clone_from(&smi_facts);
+    for fact in smi_facts {
         if !facts.iter().any(|f| f.field == fact.field)
             && !varying.iter().any(|v| v.field == fact.field)
         {
@@ -674,22 +722,24 @@ pub(super) fn read_pinned(
         };
         let stamps = candidates::values(&table, c);
         let resolution = resolution_of(what, &|| evidence::resolution(&stamps, 1.0));
-        references.push(Reference::new(
+        references.push(Reference::from_row(
             what.into(),
             stamps.into_owned(),
             resolution,
             &steps,
+            spans_from,
         ));
     }
     for c in &stamped {
         let stamps = candidates::values(&table, index(&table, c));
         let name = format!("the timestamps in '{c}'");
         let resolution = resolution_of(&name, &|| evidence::resolution(&stamps, 1.0));
-        references.push(Reference::new(
+        references.push(Reference::from_row(
             name,
             stamps.into_owned(),
             resolution,
             &steps,
+            spans_from,
         ));
     }
     for c in columns_of(Role::Elapsed) {
@@ -705,7 +755,13 @@ pub(super) fn read_pinned(
             column: Some(column),
             values: candidates::differenced(&totals, &steps),
         });
-        references.push(Reference::new(format!("'{c}'"), totals, resolution, &steps));
+        references.push(Reference::from_row(
+            format!("'{c}'"),
+            totals,
+            resolution,
+            &steps,
+            spans_from,
+        ));
     }
     // A logged time's running figure (`time 0.2371 (0.2627)`, timm's `Time: 0.689s (1.177s)`), read
     // as a mean since its epoch began (or, with no epoch counter, since its launch began) times the
@@ -769,7 +825,9 @@ pub(super) fn read_pinned(
                     .filter(|n| n.is_finite())
                     .fold(1.0, f64::max)
         });
-        references.push(Reference::new(name, totals, resolution, &steps));
+        references.push(Reference::from_row(
+            name, totals, resolution, &steps, spans_from,
+        ));
     }
     record.resolutions = references
         .iter()
@@ -794,6 +852,20 @@ pub(super) fn read_pinned(
         None => evidence::step_time(&clocks, reference, &steps),
     };
     record.clock = verdict.chosen.map(|i| clocks[i].name.clone());
+    // Where the spans of the covering clock named below end, for the window after (the last span's
+    // end left out: rows after it may lengthen it).
+    let span_ends_of = |name: &Option<String>| -> Vec<usize> {
+        name.as_ref()
+            .and_then(|n| references.iter().find(|r| &r.name == n))
+            .map(|r| {
+                let whole = r.spans.len().saturating_sub(1);
+                r.spans[..whole]
+                    .iter()
+                    .map(|(_, end)| row_lines[*end])
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     record.reference = match pinned {
         Some(p) => p.reference.clone(),
         None => verdict
@@ -802,6 +874,7 @@ pub(super) fn read_pinned(
             .and(reference)
             .map(|r| r.name.clone()),
     };
+    let span_ends = span_ends_of(&record.reference);
     for line in &verdict.said {
         notes.push(format!("reading: {line}"));
     }
@@ -1287,8 +1360,8 @@ pub(super) fn read_pinned(
             facts.retain(|f| f.field != field);
         }
     }
-    Ok((
-        ConsoleRead {
+    Ok(Reading {
+        read: ConsoleRead {
             table,
             notes,
             warnings,
@@ -1298,9 +1371,10 @@ pub(super) fn read_pinned(
             framework: framework.map(|f| f.name.clone()),
             marks,
         },
-        record,
+        pinned: record,
         row_lines,
-    ))
+        span_ends,
+    })
 }
 
 /// Whether a column's name states the unit of its values (`_ms`, `(s)`, ` in s`, `_sec`).

@@ -8,7 +8,9 @@
 //! own before and after them: it starts three bands of that many rows before the first row it gives.
 //! The first band is only read; the second was given by the window before, and must read the same
 //! in both, else a figure reaches further than a band and the reading stops; the third was the
-//! window before's last band, read but not given. So it does wherever the rest of the log would
+//! window before's last band, read but not given. Where the step time is a covering clock's spans (a
+//! clock to the second times a span of 20 s's rows), a window starts its spans where one of the
+//! window before ended, so they are the whole log's, and gives no row whose span ends past its rows. So it does wherever the rest of the log would
 //! not read to the head's choices: a column, fact, hint or type that the head does not have (a
 //! relaunch on other hardware, a key first printed late), a choice the window cannot follow (a clock
 //! it lacks). Stopping says why, and the caller reads the log whole instead ([`super::read`]), exactly
@@ -94,6 +96,10 @@ pub struct Windows<'s> {
     pinned: Pinned,
     /// The head's columns and their kinds: every window's must be the same.
     kinds: Vec<(String, u8)>,
+    /// The facts the log's lines gave so far.
+    facts: super::launches::FactsSoFar,
+    /// The lines the spans of the clock that times the rows ended on, in the window before.
+    span_ends: Vec<usize>,
     /// The pass over the rest: every family's columns (their rows taken as they come), the lines kept
     /// for facts, the count of lines.
     rest: Merged,
@@ -171,12 +177,19 @@ pub fn read_in_windows<'s>(
     mark_lines.retain(|(line, _)| *line >= pending.lines[0]);
     // The head's rows up to the line of the first row the window after it gives.
     let cut = pending.lines[2 * band];
-    let (mut head, pinned, row_lines) =
-        match reading::read_pinned(chosen, framework, &beside, given, None, 0) {
-            Ok(read) => read,
-            Err(why) => return Ok(Streamed::Stopped(format!("its head: {why}"))),
-        };
+    let reading::Reading {
+        read: mut head,
+        pinned,
+        row_lines,
+        span_ends,
+    } = match reading::read_pinned(chosen, framework, &beside, given, None) {
+        Ok(read) => read,
+        Err(why) => return Ok(Streamed::Stopped(format!("its head: {why}"))),
+    };
     let given_rows = row_lines.partition_point(|l| *l < cut);
+    if let Some(why) = spans_reach(&pinned, &span_ends, &row_lines[..given_rows]) {
+        return Ok(Streamed::Stopped(why));
+    }
     let from = row_lines.partition_point(|l| *l < pending.lines[band]);
     let shared_rows = (
         row_lines[from..given_rows].to_vec(),
@@ -194,6 +207,8 @@ pub fn read_in_windows<'s>(
         sizes,
         pinned,
         kinds: head_kinds,
+        facts: Default::default(),
+        span_ends,
         rest: merged,
         chosen: index,
         family: family_key,
@@ -322,14 +337,32 @@ impl Windows<'_> {
         let first_row = self.given_rows.checked_sub(before).ok_or_else(|| {
             "a window shares more rows with the one before than that one gave".to_string()
         })?;
-        let (read, pinned, row_lines) = reading::read_pinned(
+        // The covering clock's spans start where one of the window before ended, at or after this
+        // window's first row: the whole log's spans from there on.
+        let spans_from = self.span_ends.iter().copied().find(|l| *l >= first_line);
+        if self.pinned.times_by_spans() && spans_from.is_none() {
+            return Err(format!(
+                "the spans of the clock that times the steps are longer than the {band} rows a window reads before those it gives"
+            ));
+        }
+        let reading::Reading {
+            read,
+            pinned,
+            row_lines,
+            span_ends,
+        } = reading::read_pinned(
             chosen,
             self.framework,
             &self.beside,
             self.given,
-            Some(&self.pinned),
-            first_row,
+            Some(reading::Window {
+                pinned: &self.pinned,
+                first_row,
+                facts: &mut self.facts,
+                spans_from,
+            }),
         )?;
+        self.span_ends = span_ends;
         self.windows += 1;
         self.check(&read, &pinned)?;
         // The second band read as the window before gave it.
@@ -348,6 +381,11 @@ impl Windows<'_> {
             _ => usize::MAX,
         };
         let to = row_lines.partition_point(|l| *l < cut);
+        if next.is_some() {
+            if let Some(why) = spans_reach(&self.pinned, &self.span_ends, &row_lines[before..to]) {
+                return Err(why);
+            }
+        }
         let from = match &next {
             Some(next) if next.height() > band => {
                 row_lines.partition_point(|l| *l < next.lines[band])
@@ -409,6 +447,19 @@ impl Windows<'_> {
         warnings.extend(self.warnings);
         (notes, warnings)
     }
+}
+
+/// Why the rows `given` (their lines) cannot be given, where the step time is a covering clock's spans
+/// and the last of them ends after the last span that ended in the rows read (`span_ends`): its figure
+/// would change with the rows after.
+fn spans_reach(pinned: &Pinned, span_ends: &[usize], given: &[usize]) -> Option<String> {
+    let last = given.last()?;
+    (pinned.times_by_spans() && span_ends.last().is_none_or(|end| end < last)).then(|| {
+        format!(
+            "the spans of the clock that times the steps reach past the rows a window reads after those it gives (line {})",
+            last + 1
+        )
+    })
 }
 
 /// Each column's name and kind: whole numbers, numbers, words.
@@ -606,7 +657,8 @@ mod tests {
                 // spans of 20 lines) for bands narrower than a span.
                 Err(why) => proptest::prop_assert!(
                     why.contains("fewer than")
-                        || (layout == "timestamped-equals-commas" && why.contains("depend on rows further")),
+                        || (layout == "timestamped-equals-commas"
+                            && (why.contains("depend on rows further") || why.contains("spans of the clock"))),
                     "{}: {}",
                     layout,
                     why
@@ -648,6 +700,47 @@ mod tests {
                 let _ = windows.finish();
             }
         }
+    }
+
+    #[test]
+    fn a_clock_to_the_second_times_spans_of_many_rows_alike_in_windows() {
+        // Lines a little over a second apart, stamped to the second: each row's step time is its span
+        // of 20 s's (docs/shapes.md). The windows start their spans where the window before ended
+        // one, so the spans are the whole log's; bands narrower than a span stop the windows.
+        let mut log = String::new();
+        for step in 1..=3000u32 {
+            let s = u64::from(step) * 1100 / 1000 + u64::from(step % 3);
+            log.push_str(&format!(
+                "[2025-01-02 {:02}:{:02}:{:02}] INFO step={step}, loss={:.4}, lr=0.0003\n",
+                s / 3600 % 24,
+                s / 60 % 60,
+                s % 60,
+                3.0 - f64::from(step) * 1e-4
+            ));
+        }
+        let whole = super::super::read(&mut log.as_bytes(), None, &[], Given::default()).unwrap();
+        assert!(
+            whole
+                .notes
+                .iter()
+                .any(|n| n.contains("over spans of at least")),
+            "{:?}",
+            whole.notes
+        );
+        let wide = WindowSizes {
+            head_bytes: 40_000,
+            window_rows: 97,
+            shared_rows: 40,
+            block_bytes: 3000,
+        };
+        let read = windowed(log.as_bytes(), wide).unwrap();
+        assert_eq!(read.table, whole.table);
+        let narrow = WindowSizes {
+            shared_rows: 5,
+            ..wide
+        };
+        let why = windowed(log.as_bytes(), narrow).unwrap_err();
+        assert!(why.contains("spans of the clock"), "{why}");
     }
 
     #[test]
