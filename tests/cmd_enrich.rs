@@ -1036,6 +1036,32 @@ fn a_large_console_log_is_read_in_windows_to_the_same_rows() {
     }
     let rows = csv_rows(&std::fs::read_to_string(wd.path("out.csv")).unwrap());
     assert_eq!(rows.len(), 12_000);
+    // The counts of lines and rows in the notes are the whole log's (the evidence's figures, such as
+    // a median ratio, are the head's rows').
+    let notes = |said: &str| -> Vec<String> {
+        said.lines()
+            .filter(|l| l.starts_with("mfu: train.log: ") && !l.contains(": read in windows: "))
+            .filter(|l| l.contains(" line(s)") || l.contains(" row(s)"))
+            .map(|l| {
+                let l = l.split(", read in windows (").next().unwrap();
+                l.split(", read whole (").next().unwrap().to_string()
+            })
+            .collect()
+    };
+    let (_, windowed) = enrich_in_windows(&wd, "train.log", "out.csv");
+    let whole = wd
+        .mfu()
+        .args(["enrich", "train.log", "-o", "-", "-v"])
+        .assert()
+        .success();
+    let whole = String::from_utf8_lossy(&whole.get_output().stderr).into_owned();
+    assert_eq!(notes(&windowed), notes(&whole));
+    assert!(
+        notes(&whole)
+            .iter()
+            .any(|n| n.contains("12000 training line(s)")),
+        "{whole}"
+    );
     // With its shape named: the same.
     let assert = wd
         .mfu()

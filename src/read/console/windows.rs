@@ -17,7 +17,8 @@
 //! as without windows.
 //!
 //! What the rest of a log does not get: its own say in the choices (a log whose later rows would have
-//! chosen otherwise reads to its head's), and counts in the notes (they are the head's; a note says so).
+//! chosen otherwise reads to its head's), and its say in the evidence's figures in the notes (a median
+//! ratio is the head's rows'; the counts of lines read and rows timed and counted are the whole log's).
 
 use std::borrow::Cow;
 
@@ -100,6 +101,11 @@ pub struct Windows<'s> {
     facts: super::launches::FactsSoFar,
     /// The lines the spans of the clock that times the rows ended on, in the window before.
     span_ends: Vec<usize>,
+    /// Training lines of the rank kept after the head's, and the family's repeated lines in the head.
+    rest_training_lines: usize,
+    head_repeats: usize,
+    /// The rows given with a number, by column: the counts the notes give.
+    filled: std::collections::HashMap<String, usize>,
     /// The pass over the rest: every family's columns (their rows taken as they come), the lines kept
     /// for facts, the count of lines.
     rest: Merged,
@@ -197,6 +203,7 @@ pub fn read_in_windows<'s>(
     );
     head.table = head.table.rows(0..given_rows);
     let head_kinds = kinds(&head.table);
+    let head_repeats = merged.families[index].repeats;
     Ok(Streamed::Windows(Box::new(Windows {
         head,
         head_given: false,
@@ -209,6 +216,9 @@ pub fn read_in_windows<'s>(
         kinds: head_kinds,
         facts: Default::default(),
         span_ends,
+        rest_training_lines: 0,
+        head_repeats,
+        filled: std::collections::HashMap::new(),
         rest: merged,
         chosen: index,
         family: family_key,
@@ -229,16 +239,24 @@ impl Windows<'_> {
     /// The next rows: the head's, then each window's; `Ok(None)` at the end; `Err` (why) where the
     /// rest of the log does not read to the head's choices.
     pub fn next_table(&mut self) -> Result<Option<Table>, String> {
-        if !self.head_given {
+        let table = if !self.head_given {
             self.head_given = true;
-            return Ok(Some(std::mem::take(&mut self.head.table)));
-        }
-        if self.done {
+            std::mem::take(&mut self.head.table)
+        } else if self.done {
             return Ok(None);
+        } else {
+            let band = self.sizes.shared_rows.max(1);
+            let ended = self.gather(self.sizes.window_rows + 3 * band)?;
+            self.window(ended)?
+        };
+        for (name, column) in table.names.iter().zip(&table.columns) {
+            let n = match column {
+                Column::Numbers { values, .. } => values.iter().filter(|v| !v.is_nan()).count(),
+                Column::Text(words) => words.iter().filter(|w| w.is_some()).count(),
+            };
+            *self.filled.entry(name.clone()).or_default() += n;
         }
-        let band = self.sizes.shared_rows.max(1);
-        let ended = self.gather(self.sizes.window_rows + 3 * band)?;
-        self.window(ended).map(Some)
+        Ok(Some(table))
     }
 
     /// Scans blocks until the rows pending are `rows` or the log ends (`true`).
@@ -278,6 +296,12 @@ impl Windows<'_> {
         for (i, f) in self.rest.families.iter_mut().enumerate() {
             let rows = f.take_rows();
             if i == self.chosen {
+                let rank = self.rank;
+                self.rest_training_lines += rows
+                    .ranks
+                    .iter()
+                    .filter(|r| rank.is_none() || r.is_none() || **r == rank)
+                    .count();
                 self.pending.append(rows, 0);
             } else if f.family.1 {
                 self.mark_lines
@@ -435,8 +459,19 @@ impl Windows<'_> {
     /// windows, and the windows' own warnings.
     pub fn finish(self) -> (Vec<String>, Vec<String>) {
         let mut notes = self.head.notes;
+        let training_lines = self.rest_training_lines
+            + self.rest.families[self.chosen]
+                .repeats
+                .saturating_sub(self.head_repeats);
+        for note in &mut notes {
+            if let Some(whole) =
+                whole_log_counts(note, &self.filled, training_lines, self.rest.lines)
+            {
+                *note = whole;
+            }
+        }
         notes.push(format!(
-            "read in windows: the rows of the log's first {} chose the reading ({} rows given from them), and {} window(s) of up to {} rows read the other {} rows to it; the counts in the notes above are the first rows'",
+            "read in windows: the rows of the log's first {} chose the reading ({} rows given from them), and {} window(s) of up to {} rows read the other {} rows to it; the lines read and the rows timed and counted above are the whole log's, the other counts and figures the first rows'",
             crate::read::memory::format_size(self.sizes.head_bytes as u64),
             self.head_rows,
             self.windows,
@@ -460,6 +495,45 @@ fn spans_reach(pinned: &Pinned, span_ends: &[usize], given: &[usize]) -> Option<
             last + 1
         )
     })
+}
+
+/// A note of the head's reading with its counts of lines and rows made the whole log's: the training
+/// lines (`training_lines` more than the head's) of the log's `lines`, and the rows a column made by
+/// the reading has a value in (`filled`). `None` for a note that gives neither.
+fn whole_log_counts(
+    note: &str,
+    filled: &std::collections::HashMap<String, usize>,
+    training_lines: usize,
+    lines: usize,
+) -> Option<String> {
+    const TRAINING: &str = " training line(s) with step key ";
+    if note.starts_with("general console reader") {
+        let t = note.find(TRAINING)?;
+        let from = note[..t].rfind(": ")? + 2;
+        let head: usize = note[from..t].parse().ok()?;
+        let of = note.rfind(" of ")?;
+        note.ends_with(" line(s)").then(|| {
+            format!(
+                "{}{}{} of {lines} line(s)",
+                &note[..from],
+                head + training_lines,
+                &note[t..of]
+            )
+        })
+    } else {
+        // `step_time_s = the step time chosen: 302542 row(s) timed`, `tokens = ...: N row(s)
+        // counted`, `... the throughput is NAME = ...: N row(s)`.
+        let named = note
+            .strip_prefix("reading: no step time: the throughput is ")
+            .unwrap_or(note);
+        let name = named.split(" = ").next()?;
+        let n = filled.get(name)?;
+        let (before, count) = note.rsplit_once(": ")?;
+        let (digits, rest) = count.split_once(' ')?;
+        let counted = digits.bytes().all(|b| b.is_ascii_digit())
+            && ["row(s)", "row(s) timed", "row(s) counted"].contains(&rest);
+        counted.then(|| format!("{before}: {n} {rest}"))
+    }
 }
 
 /// Each column's name and kind: whole numbers, numbers, words.
