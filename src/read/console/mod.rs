@@ -412,10 +412,8 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn the_corpus_reads_the_same_in_blocks_of_any_size() {
-        // Each real log of tests/data/logs in one block, and cut into blocks of one line and of 4 KiB,
-        // read apart and put together: the same rows, notes, warnings and facts.
+    /// The real logs of tests/data/logs, in order of name.
+    pub(super) fn corpus_logs() -> Vec<std::path::PathBuf> {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
         let mut logs: Vec<_> = std::fs::read_dir(&folder)
             .unwrap()
@@ -423,6 +421,14 @@ pub(super) mod tests {
             .filter(|p| p.extension().is_some_and(|e| e == "log"))
             .collect();
         logs.sort();
+        logs
+    }
+
+    #[test]
+    fn the_corpus_reads_the_same_in_blocks_of_any_size() {
+        // Each real log of tests/data/logs in one block, and cut into blocks of one line and of 4 KiB,
+        // read apart and put together: the same rows, notes, warnings and facts.
+        let logs = corpus_logs();
         assert!(logs.len() >= 30);
         for log in logs {
             let bytes = std::fs::read(&log).unwrap();

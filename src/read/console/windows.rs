@@ -831,15 +831,8 @@ mod tests {
         // Each real log of tests/data/logs cut into small windows: where the head's rows give the
         // choices the whole log gives (the same hints and facts), the same rows; else the windows stop
         // or read to the head's choices, and say so.
-        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
-        let mut logs: Vec<_> = std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        logs.sort();
         let (mut same, mut stopped) = (0, 0);
-        for log in logs {
+        for log in super::super::tests::corpus_logs() {
             let bytes = std::fs::read(&log).unwrap();
             let Ok(whole) = super::super::read(&mut &bytes[..], None, &[], Given::default()) else {
                 continue;
