@@ -220,25 +220,31 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 })
             })
             .collect();
-        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?;
-        let mfu = f64s(df, MFU_WALL_CLOCK)?;
-        let mfu_fb = f64s(df, MFU_FWD_BWD)?;
-        let number =
-            |column: &Option<Vec<Option<f64>>>, row: usize| column.as_ref().and_then(|c| c[row]);
+        // Columns read where they are needed, not copied out a row each (16 bytes a row each).
+        let numbers = |name: &str| -> PolarsResult<Option<Float64Chunked>> {
+            match df.column(name) {
+                Ok(c) => Ok(Some(
+                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
+                )),
+                Err(_) => Ok(None),
+            }
+        };
+        let peaks = numbers(PEAK_FLOPS_PER_DEVICE)?;
+        let mfu = numbers(MFU_WALL_CLOCK)?;
+        let mfu_fb = numbers(MFU_FWD_BWD)?;
+        let number = |column: &Option<Float64Chunked>, row: usize| column.as_ref()?.get(row);
         // Device names as the frame holds them, not copied a row each.
-        let resolved = texts(df, RESOLVED_DEVICE)?;
+        let resolved = texts(df, RESOLVED_DEVICE)?.map(|c| c.rechunk().into_owned());
         let raw_device = match input.device_column {
-            Some(c) => texts(df, c)?,
+            Some(c) => texts(df, c)?.map(|c| c.rechunk().into_owned()),
             None => None,
         };
-        let resolved: Option<Vec<Option<&str>>> = resolved.as_ref().map(|c| c.iter().collect());
-        let raw_device: Option<Vec<Option<&str>>> = raw_device.as_ref().map(|c| c.iter().collect());
-        fn text<'a>(column: &Option<Vec<Option<&'a str>>>, row: usize) -> Option<&'a str> {
-            column.as_ref().and_then(|c| c[row])
+        fn text(column: &Option<StringChunked>, row: usize) -> Option<&str> {
+            column.as_ref()?.get(row)
         }
-        let spans = match &v.spans {
-            Some(spans) => spans.clone(),
-            None => step_spans(&index, &v.steps),
+        let spans: std::borrow::Cow<[f64]> = match &v.spans {
+            Some(spans) => std::borrow::Cow::Borrowed(spans),
+            None => std::borrow::Cow::Owned(step_spans(&index, &v.steps)),
         };
         // Each run's first step, for skipping warm-up.
         let mut first: Vec<Option<f64>> = vec![None; index.keys.len()];

@@ -1,7 +1,7 @@
 //! `mfu goodput` on logs written here with a known history: a crash, a rollback to the last checkpoint,
 //! a pause, a compilation step and time down between attempts, each bucket checked to the second.
 
-use crate::util::{number, ok_csv, OkStdout, Workdir};
+use crate::util::{csv_rows, number, ok_csv, OkStdout, Workdir};
 
 /// A torchtitan console log of `attempts` (first step, last step, seconds down before it), steps of 2 s,
 /// each attempt's first step 30 s slower, 40 s of checkpointing after step 50 of the first attempt.
@@ -853,4 +853,180 @@ fn dash_output_is_standard_output() {
         assert!(text.lines().count() >= 2, "{command}: {text}");
         assert!(!wd.path("-").exists(), "{command} wrote a file named '-'");
     }
+}
+
+/// One attempt of `steps` steps of 2 s with 40 s of checkpointing after every `every`-th step, as
+/// torchtitan logs it.
+fn checkpointed_log(steps: u32, every: u32) -> String {
+    let mut clock: u64 = 1_776_549_600 * 1000;
+    let mut out = String::from("[rank0]:[titan] 2026-04-18 22:00:00,000 - root - INFO - Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 100000 (warmup 10)\n");
+    let mut line = |clock: u64, text: &str| {
+        let seconds = clock / 1000;
+        let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
+        out.push_str(&format!(
+            "[rank0]:[titan] 2026-04-18 {h:02}:{m:02}:{s:02},{:03} - root - INFO - {text}\n",
+            clock % 1000
+        ));
+    };
+    for step in 1..=steps {
+        clock += 2000 + u64::from(step % 7) * 3;
+        line(
+            clock,
+            &format!("step: {step:5}  loss: 2.1000  memory: 30.00GiB(40.00%)  tps: 8192  tflops: 300.00  mfu: 30.00%"),
+        );
+        if step % every == 0 {
+            clock += 40_000;
+            line(clock, "Saving the checkpoint");
+        }
+    }
+    out
+}
+
+/// `mfu COMMAND INPUT FLAGS --format csv -v` with windows of 500 rows: its output and what it said.
+fn in_windows(wd: &Workdir, command: &str, input: &str, windows: Option<&str>) -> (String, String) {
+    let mut mfu = wd.mfu();
+    if let Some(sizes) = windows {
+        mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+    }
+    let out = mfu
+        .args([command, input, "--format", "csv", "-v"])
+        .args(FLAGS)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What `-v` says of the reading, less how the log was read and its figures (the evidence's figures
+/// read in windows are the head's rows'): the choices it made.
+fn reading_said(said: &str) -> Vec<String> {
+    said.lines()
+        .filter(|l| !l.contains(": read in windows: "))
+        .map(|l| {
+            let l = l.replace(", their rows put together", "");
+            let l = match (l.find(", read in windows ("), l.find(", read whole (")) {
+                (Some(at), _) | (None, Some(at)) => {
+                    let end = l[at..].find(");").map_or(l.len(), |e| at + e + 2);
+                    format!("{}{}", &l[..at], &l[end..])
+                }
+                _ => l,
+            };
+            // Each number one '#'.
+            let mut out = String::with_capacity(l.len());
+            for c in l.chars() {
+                let c = if c.is_ascii_digit() { '#' } else { c };
+                if !(c == '#' && out.ends_with('#')) {
+                    out.push(c);
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_log_read_in_windows_gives_the_goodput_summary_and_audit_read_whole_gives() {
+    // Windows of 500 rows after a head of 64 KiB: the rows of every window are put together, with what
+    // the lines between them said (the checkpoints, each on the row after it).
+    let wd = Workdir::new("goodput_windows");
+    wd.create("train.log", checkpointed_log(6_000, 500));
+    let sizes = Some("65536,500,32,16384");
+    for command in ["goodput", "summary", "audit"] {
+        let (whole, said_whole) = in_windows(&wd, command, "train.log", None);
+        let (windowed, said) = in_windows(&wd, command, "train.log", sizes);
+        assert!(said.contains("read in windows ("), "{command}: {said}");
+        assert!(
+            said_whole.contains("read whole ("),
+            "{command}: {said_whole}"
+        );
+        assert_eq!(windowed, whole, "{command}");
+        assert_eq!(reading_said(&said), reading_said(&said_whole), "{command}");
+    }
+    let rows = ok_csv(
+        wd.mfu()
+            .env("MFU_CONSOLE_WINDOWS", "65536,500,32,16384")
+            .args(["goodput", "train.log", "--format", "csv"])
+            .args(FLAGS),
+    );
+    // Twelve checkpoints of 40 s, the last after the last step (not a pause between steps).
+    let checkpointing = number(&rows[0], "pause_checkpoint_s");
+    assert!((checkpointing - 11.0 * 40.0).abs() < 0.5, "{checkpointing}");
+    assert_eq!(rows[0]["attempts"], "1");
+}
+
+#[test]
+fn a_relaunch_after_the_head_stops_the_windows_and_the_log_is_read_whole() {
+    // The step counter goes back after the head's rows, whose counter never did: evidence the head's
+    // reading did not weigh (a relaunch here; a counter that starts again each epoch elsewhere).
+    let wd = Workdir::new("goodput_windows_relaunch");
+    wd.create(
+        "train.log",
+        torchtitan_log(&[(1, 3_000, 0), (2_501, 6_000, 600)]),
+    );
+    let (whole, _) = in_windows(&wd, "goodput", "train.log", None);
+    let (windowed, said) = in_windows(&wd, "goodput", "train.log", Some("65536,500,32,16384"));
+    assert!(said.contains("read whole ("), "{said}");
+    assert_eq!(windowed, whole);
+    let rows = csv_rows(&whole);
+    assert_eq!(rows[0]["attempts"], "2");
+    assert_eq!(number(&rows[0], "steps_redone"), 500.0);
+}
+
+#[test]
+fn real_logs_read_in_windows_give_what_they_give_read_whole_where_the_reading_is_the_same() {
+    // Each real console log of tests/data/logs over 30 KB, in windows of 64 rows after a head of 30 KB:
+    // where the head's rows chose the reading the whole log's choose (-v says the same), the same
+    // goodput, summary and audit, to the byte.
+    let wd = Workdir::new("goodput_windows_real");
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/logs");
+    let mut logs: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .filter(|p| std::fs::metadata(p).unwrap().len() > 30_000)
+        .collect();
+    logs.sort();
+    let mut same = 0;
+    for log in &logs {
+        let log = log.to_str().unwrap();
+        for command in ["goodput", "summary", "audit"] {
+            let run = |windows: Option<&str>| {
+                let mut mfu = wd.mfu();
+                if let Some(sizes) = windows {
+                    mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+                }
+                mfu.args([command, log, "--format", "csv", "-v"])
+                    .output()
+                    .unwrap()
+            };
+            let (whole, windowed) = (run(None), run(Some("30000,64,8,4096")));
+            let said = String::from_utf8_lossy(&windowed.stderr).into_owned();
+            let said_whole = String::from_utf8_lossy(&whole.stderr).into_owned();
+            if !said.contains("read in windows (")
+                || reading_said(&said) != reading_said(&said_whole)
+            {
+                continue;
+            }
+            assert_eq!(
+                windowed.status.code(),
+                whole.status.code(),
+                "{command} {log}"
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&windowed.stdout),
+                String::from_utf8_lossy(&whole.stdout),
+                "{command} {log}"
+            );
+            same += 1;
+        }
+    }
+    eprintln!("{same} readings in windows alike");
+    assert!(same >= 15, "{same} readings in windows alike");
 }

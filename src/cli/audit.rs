@@ -60,7 +60,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     options.optional_fields = true;
     run_per_run(&args.source, &options, &args.out, |loaded, format| {
         let logged_peak = args.source.logged_peak_flops;
-        let (key_names, runs) = audit_runs(loaded, &args.by, logged_peak, args.per_row)?;
+        let (key_names, runs) = audit_runs(&loaded, &args.by, logged_peak, args.per_row)?;
         if args.per_row {
             let rows = audited_rows(&runs);
             return Ok(match format {

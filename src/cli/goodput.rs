@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mfu::pipeline::goodput::{goodput_runs, to_frame, RunGoodput, GOODPUT_COLUMNS};
+use mfu::pipeline::goodput::{goodput_runs_owned, to_frame, RunGoodput, GOODPUT_COLUMNS};
 
 use super::source::SourceArgs;
 use super::{aligned_table, key_cells, run_per_run, RunsOutput, RunsOutputArgs};
@@ -48,7 +48,7 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
     options.every_attempt = true;
     run_per_run(&args.source, &options, &args.out, |loaded, format| {
-        let (key_names, runs) = goodput_runs(loaded, &args.by)?;
+        let (key_names, runs) = goodput_runs_owned(loaded, &args.by)?;
         RunsOutput::of(
             format,
             || table_text(&key_names, &runs),

@@ -226,7 +226,7 @@ pub fn run_per_run(
     source: &source::SourceArgs,
     options: &mfu::pipeline::Options,
     out: &RunsOutputArgs,
-    produce: impl FnOnce(&[(String, mfu::pipeline::Loaded)], RunsFormat) -> anyhow::Result<RunsOutput>,
+    produce: impl FnOnce(Vec<(String, mfu::pipeline::Loaded)>, RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
     // `-o -` is standard output, as it is for `mfu enrich`, not a file named `-`.
     let output = out
@@ -249,7 +249,8 @@ pub fn run_per_run(
         anyhow::bail!("no input could be read");
     }
     let format = RunsFormat::chosen(format, output.as_deref());
-    match produce(&loaded, format)? {
+    // The inputs go to the command, which may let each go once it has what it needs of it.
+    match produce(loaded, format)? {
         RunsOutput::Text(text) => write_text(output.as_deref(), &text, replace)?,
         RunsOutput::Frame(mut df, table) => {
             let metadata = vec![(

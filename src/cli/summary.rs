@@ -44,7 +44,7 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let options = args.source.options(None);
     run_per_run(&args.source, &options, &args.out, |loaded, format| {
         let (key_names, runs) = summarize_runs(
-            loaded,
+            &loaded,
             &args.by,
             args.skip_steps as f64,
             args.source.logged_peak_flops,

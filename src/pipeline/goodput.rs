@@ -8,7 +8,7 @@ use polars::prelude::*;
 use crate::columns::{Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Goodput, Mark, Row};
-use crate::summary::{f64s, step_spans, GroupBy, RunIndex};
+use crate::summary::{step_spans, GroupBy, RunIndex};
 
 use super::runs::run_groups;
 use super::{Loaded, PipelineError};
@@ -321,16 +321,41 @@ pub fn goodput_runs(
     loaded: &[(String, Loaded)],
     by: &[String],
 ) -> Result<(Vec<String>, Vec<RunGoodput>), PipelineError> {
-    let (mut key_names, groups) = run_groups(loaded, by)?;
+    let (key_names, groups) = run_groups(loaded, by)?;
+    let arguments: Vec<String> = loaded.iter().map(|(_, l)| l.argument.clone()).collect();
+    measure_runs(key_names, groups, arguments, loaded.iter())
+}
+
+/// [`goodput_runs`] of inputs it may drop: each input's rows and columns are let go once its rows are
+/// gathered, before the runs are measured (a third of the peak memory of `mfu goodput` of a 1 GiB
+/// console log: its table and field values, 650 MB).
+pub fn goodput_runs_owned(
+    loaded: Vec<(String, Loaded)>,
+    by: &[String],
+) -> Result<(Vec<String>, Vec<RunGoodput>), PipelineError> {
+    let (key_names, groups) = run_groups(&loaded, by)?;
+    let arguments: Vec<String> = loaded.iter().map(|(_, l)| l.argument.clone()).collect();
+    measure_runs(key_names, groups, arguments, loaded.into_iter())
+}
+
+/// The runs of `loaded` (grouped by `groups`, each input's argument in `arguments`) gathered input by
+/// input, then measured.
+fn measure_runs<T: std::borrow::Borrow<(String, Loaded)>>(
+    mut key_names: Vec<String>,
+    groups: Vec<GroupBy>,
+    arguments: Vec<String>,
+    loaded: impl Iterator<Item = T>,
+) -> Result<(Vec<String>, Vec<RunGoodput>), PipelineError> {
     if key_names == ["source_file"] {
         key_names = vec!["input".into()];
     }
     let mut order: Vec<Vec<Option<String>>> = Vec::new();
     // Whether each input's step times are its run clock differenced (W&B's `_runtime`).
-    let mut clock_timed = vec![false; loaded.len()];
+    let mut clock_timed = vec![false; arguments.len()];
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
-    for (input, ((display, l), group)) in loaded.iter().zip(groups).enumerate() {
+    for (input, (item, group)) in loaded.zip(groups).enumerate() {
+        let (display, l) = item.borrow();
         let df = &l.enriched.frame;
         let v = &l.enriched.values;
         let combine = |e: PolarsError| PipelineError::Combine(e);
@@ -354,23 +379,27 @@ pub fn goodput_runs(
             Some((name, values)) => (Some(name), values),
             None => (None, vec![None; df.height()]),
         };
-        let run_clock = f64s(df, RUN_CLOCK_COLUMN)
-            .map_err(combine)?
-            .unwrap_or_else(|| vec![None; df.height()]);
-        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)
-            .map_err(combine)?
-            .unwrap_or_else(|| vec![None; df.height()]);
-        let mfu = f64s(df, MFU_WALL_CLOCK)
-            .map_err(combine)?
-            .unwrap_or_else(|| vec![None; df.height()]);
-        let steps: Vec<Option<f64>> = if v.steps.len() == df.height() {
-            v.steps.clone()
-        } else {
-            (1..=df.height()).map(|i| Some(i as f64)).collect()
+        // Columns read where they are needed, not copied out (16 bytes a row each).
+        let numbers = |name: &str| -> PolarsResult<Option<Float64Chunked>> {
+            match df.column(name) {
+                Ok(c) => Ok(Some(
+                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
+                )),
+                Err(_) => Ok(None),
+            }
         };
-        let spans = match &v.spans {
-            Some(spans) => spans.clone(),
-            None => step_spans(&keys, &steps),
+        let cell = |column: &Option<Float64Chunked>, row: usize| column.as_ref()?.get(row);
+        let run_clock = numbers(RUN_CLOCK_COLUMN).map_err(combine)?;
+        let peaks = numbers(PEAK_FLOPS_PER_DEVICE).map_err(combine)?;
+        let mfu = numbers(MFU_WALL_CLOCK).map_err(combine)?;
+        let steps: std::borrow::Cow<[Option<f64>]> = if v.steps.len() == df.height() {
+            std::borrow::Cow::Borrowed(&v.steps)
+        } else {
+            std::borrow::Cow::Owned((1..=df.height()).map(|i| Some(i as f64)).collect())
+        };
+        let spans: std::borrow::Cow<[f64]> = match &v.spans {
+            Some(spans) => std::borrow::Cow::Borrowed(spans),
+            None => std::borrow::Cow::Owned(step_spans(&keys, &steps)),
         };
         // The run of the row before, looked up again only where the key changes.
         let mut current: Option<(&Vec<Option<String>>, usize)> = None;
@@ -392,6 +421,12 @@ pub fn goodput_runs(
             step_time_source,
             FieldSource::Column { name, .. } if name == RUN_MEAN_STEP_TIME
         );
+        // Each of the input's runs' rows still to come: reserved at once rather than doubled as they
+        // come (a row is 136 bytes: doubling took 320 MB for 1.1M rows).
+        let mut left = vec![0usize; keys.keys.len()];
+        for row in 0..df.height() {
+            left[keys.run(row)] += 1;
+        }
         for row in 0..df.height() {
             let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
             let mut launches_without_steps = 0;
@@ -432,9 +467,9 @@ pub fn goodput_runs(
                 .get(row)
                 .filter(|t| t.is_finite() && *t > 0.0 && !time_from_wall);
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
-            let capacity = peaks[row].map(|p| p * devices.unwrap_or(1.0));
+            let capacity = cell(&peaks, row).map(|p| p * devices.unwrap_or(1.0));
             // The FLOPs a row did: its MFU at its capacity over its steps' time.
-            let flops = match (mfu[row], capacity, step_time) {
+            let flops = match (cell(&mfu, row), capacity, step_time) {
                 (Some(m), Some(c), Some(t)) => Some(m * c * t * spans[row]),
                 _ => None,
             };
@@ -442,7 +477,13 @@ pub fn goodput_runs(
             if entry.0.last().is_none_or(|(from, _)| *from != input) {
                 entry.0.push((input, Vec::new()));
             }
-            entry.0.last_mut().expect("pushed").1.push(Row {
+            let chunk = &mut entry.0.last_mut().expect("pushed").1;
+            let left = &mut left[keys.run(row)];
+            if chunk.capacity() == chunk.len() {
+                chunk.reserve_exact(*left);
+            }
+            *left -= 1;
+            chunk.push(Row {
                 step: steps[row],
                 wall_time: walls[row],
                 step_time,
@@ -453,7 +494,7 @@ pub fn goodput_runs(
                 restart,
                 evaluation: marked.then_some(evaluation),
                 checkpoint: marked.then_some(checkpoint),
-                run_clock: run_clock[row],
+                run_clock: cell(&run_clock, row),
                 summary,
                 launches_without_steps,
             });
@@ -470,9 +511,8 @@ pub fn goodput_runs(
             }
         }
     }
-    let (order, runs) = join_launch_folders(&key_names, order, runs, |input| {
-        loaded[input].1.argument.clone()
-    });
+    let (order, runs) =
+        join_launch_folders(&key_names, order, runs, |input| arguments[input].clone());
     let measured = order
         .into_iter()
         .zip(runs)

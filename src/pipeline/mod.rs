@@ -566,7 +566,14 @@ impl Plan {
             )));
         }
         let seen = Seen {
-            how: format!("read whole ({})", format_size(read.bytes)),
+            how: if read.in_windows {
+                format!(
+                    "read in windows ({}), their rows put together",
+                    format_size(read.bytes)
+                )
+            } else {
+                format!("read whole ({})", format_size(read.bytes))
+            },
             shape: read.shape,
             rows,
             notes: read.notes,

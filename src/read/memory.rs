@@ -21,6 +21,10 @@ use std::sync::Arc;
 
 /// Estimated bytes of memory per decompressed byte of a table or text log read whole.
 pub const TABLE_FACTOR: u64 = 3;
+/// Estimated bytes of memory per byte of the rows of a console log read in windows and put together
+/// ([`polars::prelude::DataFrame::estimated_size`] of the windows' rows): the rows, the columns
+/// enrichment adds and what a command keeps of each row.
+pub const STACKED_FACTOR: u64 = 6;
 /// Estimated bytes of memory per byte of a JSON document parsed into a tree and then into rows.
 pub const DOCUMENT_FACTOR: u64 = 20;
 /// Estimated bytes of memory per uncompressed page byte (as its footer records them) of a Parquet file

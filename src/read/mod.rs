@@ -400,6 +400,8 @@ pub struct ReadOutcome {
     pub hints: Vec<crate::columns::ColumnHint>,
     /// What a console log's lines say happened before some rows (see [`shapes::ShapedFrame::marks`]).
     pub marks: Option<Vec<(usize, crate::goodput::Mark)>>,
+    /// Whether a console log was read in windows and its rows put together, rather than whole.
+    pub in_windows: bool,
 }
 
 /// Reads an input's bytes (decompressed), recognises its shape, and parses it into a frame: a run folder
@@ -410,6 +412,9 @@ pub fn read_input(input: &Input, options: &ReadOptions) -> Result<ReadOutcome, R
         return outcome;
     }
     skip_unknown_text(input, options)?;
+    if let Some(outcome) = console_stacked(input, options)? {
+        return Ok(outcome);
+    }
     if let Some(outcome) = stream_console(input, options)? {
         return Ok(outcome);
     }
@@ -484,6 +489,7 @@ fn shaped_outcome(
         recorded: None,
         hints: shaped.hints,
         marks: shaped.marks,
+        in_windows: false,
     }
 }
 
@@ -549,6 +555,8 @@ pub struct ConsoleWindows {
     pub hints: Vec<crate::columns::ColumnHint>,
     windows: Box<console::windows::Windows<'static>>,
     beside_note: Option<String>,
+    /// The log's bytes read so far (decompressed).
+    bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ConsoleWindows {
@@ -559,6 +567,17 @@ impl ConsoleWindows {
             Some(table) => table.into_frame().map(Some),
             None => Ok(None),
         }
+    }
+
+    /// What the lines said happened before the rows given so far, by their row among the log's rows
+    /// (as [`ReadOutcome::marks`]); each is given once.
+    pub fn take_marks(&mut self) -> Vec<(usize, crate::goodput::Mark)> {
+        self.windows.take_marks()
+    }
+
+    /// The log's bytes read so far, decompressed.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The log's notes and warnings, once every window is read.
@@ -606,7 +625,11 @@ pub fn console_in_windows(
     let beside = configs_beside(input);
     let beside_note = beside_note(&beside);
     let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
-    let source = std::io::Cursor::new(head).chain(file);
+    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let source = Tallied {
+        inner: std::io::Cursor::new(head).chain(file),
+        bytes: Arc::clone(&bytes),
+    };
     match console::windows::read_in_windows(source, framework, beside, options.given, sizes)? {
         console::windows::Streamed::Windows(windows) => Ok(Some(ConsoleWindows {
             shape,
@@ -615,10 +638,93 @@ pub fn console_in_windows(
             hints: windows.head.hints.clone(),
             windows,
             beside_note,
+            bytes,
         })),
         console::windows::Streamed::Stopped(why) => Err(why),
         console::windows::Streamed::Whole(_) => Err("it is no longer than its head".into()),
     }
+}
+
+/// A source that tallies the bytes read from it where another owner can see them.
+struct Tallied<R> {
+    inner: R,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Tallied<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A console log larger than a window's head, read in windows ([`console_in_windows`]) and its rows put
+/// together: the rows, notes, facts and marks reading it whole gives, without the whole log's lines
+/// and their figures in memory at once (what every command that needs all of a log's rows reads, as
+/// `mfu summary`, `goodput` and `audit` do). Each window's rows reserve their memory from the budget
+/// as they come. `Ok(None)`: the input is no such log, or its windows stopped (it is then read whole,
+/// as before, and any error is that way's).
+fn console_stacked(input: &Input, options: &ReadOptions) -> Result<Option<ReadOutcome>, ReadError> {
+    let Ok(Some(mut windows)) =
+        console_in_windows(input, options, console::windows::window_sizes())
+    else {
+        return Ok(None);
+    };
+    let budget = options.budget.as_ref();
+    let mut held = Held::none();
+    let mut frame: Option<DataFrame> = None;
+    loop {
+        match windows.next_frame() {
+            Ok(Some(rows)) => {
+                let more = (rows.estimated_size() as u64).saturating_mul(memory::STACKED_FACTOR);
+                let total = held.bytes().saturating_add(more);
+                reserve_for(input, budget, &mut held, more, total, || {
+                    format!(
+                        "its rows, read in windows ({} of the log so far)",
+                        memory::format_size(windows.bytes_read())
+                    )
+                })?;
+                match frame.as_mut() {
+                    None => frame = Some(rows),
+                    Some(all) => {
+                        if all.vstack_mut_owned(rows).is_err() {
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(_) => return Ok(None),
+        }
+    }
+    let Some(mut frame) = frame else {
+        return Ok(None);
+    };
+    frame.rechunk_mut();
+    let marks = windows.take_marks();
+    let bytes = windows.bytes_read();
+    let (shape, facts, model, hints) = (
+        windows.shape,
+        std::mem::take(&mut windows.facts),
+        windows.model.take(),
+        std::mem::take(&mut windows.hints),
+    );
+    let (notes, warnings) = windows.finish();
+    let shaped = shapes::ShapedFrame {
+        frame,
+        notes,
+        facts,
+        warnings,
+        model,
+        hints,
+        marks: Some(marks),
+    };
+    Ok(Some(ReadOutcome {
+        in_windows: true,
+        ..shaped_outcome(input, shape, shaped, Vec::new(), bytes, held)
+    }))
 }
 
 /// A source that counts the bytes read from it.
@@ -762,6 +868,7 @@ fn read_table_input(
         recorded,
         hints: Vec::new(),
         marks: None,
+        in_windows: false,
     })
 }
 
@@ -1106,6 +1213,7 @@ impl ReadOutcome {
             recorded: None,
             hints: Vec::new(),
             marks: None,
+            in_windows: false,
         }
     }
 

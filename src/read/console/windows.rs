@@ -127,6 +127,12 @@ pub struct Windows<'s> {
     windows: usize,
     warnings: Vec<String>,
     done: bool,
+    /// What the lines said happened before the rows given so far (the whole log's rows), in order.
+    marks: Vec<(usize, Mark)>,
+    /// The step of the last row given, where the head's step counter never went back: a counter
+    /// that goes back later (a relaunch, or a counter that restarts each epoch) is evidence the head
+    /// did not weigh, so it stops the windows. `None` where the head's went back, or has no steps.
+    last_step: Option<f64>,
 }
 
 /// Reads the log `source` in windows ([`Streamed`]); `framework` names its framework when known,
@@ -203,6 +209,17 @@ pub fn read_in_windows<'s>(
     );
     head.table = head.table.rows(0..given_rows);
     let head_kinds = kinds(&head.table);
+    let last_step = match steps_of(&head.table, &head.hints, &family_key.0) {
+        Some(steps) => steps
+            .iter()
+            .filter(|s| !s.is_nan())
+            .try_fold(None, |before: Option<f64>, &s| match before {
+                Some(b) if s < b => Err(()),
+                _ => Ok(Some(s)),
+            })
+            .unwrap_or(None),
+        None => None,
+    };
     let head_repeats = merged.families[index].repeats;
     Ok(Streamed::Windows(Box::new(Windows {
         head,
@@ -232,6 +249,8 @@ pub fn read_in_windows<'s>(
         windows: 0,
         warnings: Vec::new(),
         done: false,
+        marks: Vec::new(),
+        last_step,
     })))
 }
 
@@ -241,6 +260,10 @@ impl Windows<'_> {
     pub fn next_table(&mut self) -> Result<Option<Table>, String> {
         let table = if !self.head_given {
             self.head_given = true;
+            // A mark on a row the head does not give is the window's that gives that row.
+            let given = self.head_rows;
+            self.marks
+                .extend(self.head.marks.iter().filter(|(row, _)| *row < given));
             std::mem::take(&mut self.head.table)
         } else if self.done {
             return Ok(None);
@@ -417,7 +440,29 @@ impl Windows<'_> {
             _ => to,
         }
         .clamp(before, to);
+        if let Some(mut last) = self.last_step {
+            if let Some(steps) = steps_of(&read.table, &read.hints, &self.family.0) {
+                for &step in steps[before..to].iter().filter(|s| !s.is_nan()) {
+                    if step < last {
+                        return Err(format!(
+                            "the step counter goes back ({last} to {step}) after the head's rows, whose counter never did (a relaunch, or a counter that starts again each epoch): evidence the head's reading did not weigh"
+                        ));
+                    }
+                    last = step;
+                }
+                self.last_step = Some(last);
+            }
+        }
         self.shared = (row_lines[from..to].to_vec(), read.table.rows(from..to));
+        // The marks on the rows given (and, at the log's end, those after its last row), counted
+        // among the whole log's rows.
+        let first_given = self.given_rows;
+        self.marks.extend(
+            read.marks
+                .iter()
+                .filter(|(row, _)| *row >= before && (*row < to || next.is_none()))
+                .map(|(row, mark)| (first_given + row - before, *mark)),
+        );
         self.given_rows += to - before;
         self.cut = cut;
         for w in read.warnings {
@@ -455,6 +500,12 @@ impl Windows<'_> {
         }
     }
 
+    /// What the lines said happened before the rows given so far, by their row among the whole log's
+    /// (sorted): as reading the log whole gives them ([`ConsoleRead::marks`]). Taken: each is given once.
+    pub fn take_marks(&mut self) -> Vec<(usize, Mark)> {
+        std::mem::take(&mut self.marks)
+    }
+
     /// The notes and warnings of the log once every window is read: the head's, a note on the
     /// windows, and the windows' own warnings.
     pub fn finish(self) -> (Vec<String>, Vec<String>) {
@@ -481,6 +532,24 @@ impl Windows<'_> {
         let mut warnings = self.head.warnings;
         warnings.extend(self.warnings);
         (notes, warnings)
+    }
+}
+
+/// The steps of `table`'s rows (NaN where a row has none): the column the hints
+/// give the step, else the family's step key's.
+fn steps_of<'t>(
+    table: &'t Table,
+    hints: &[crate::columns::ColumnHint],
+    step_key: &str,
+) -> Option<&'t [f64]> {
+    let name = hints
+        .iter()
+        .find(|h| h.field == crate::columns::Field::Step)
+        .map_or(step_key, |h| h.column.as_str());
+    let at = table.names.iter().position(|n| n == name)?;
+    match &table.columns[at] {
+        Column::Numbers { values, .. } => Some(values),
+        Column::Text(_) => None,
     }
 }
 
@@ -596,6 +665,7 @@ mod tests {
                     tables.push(t);
                 }
                 let (facts, hints) = (windows.head.facts.clone(), windows.head.hints.clone());
+                let marks = windows.take_marks();
                 let (notes, warnings) = windows.finish();
                 Ok(ConsoleRead {
                     table: concat(tables),
@@ -603,6 +673,7 @@ mod tests {
                     warnings,
                     facts,
                     hints,
+                    marks,
                     ..ConsoleRead::default()
                 })
             }
@@ -633,7 +704,7 @@ mod tests {
             ));
             if step % 100 == 0 {
                 log.push_str(
-                    "[rank0]:[titan] 2026-04-18 00:00:00,000 - root - INFO - Saving a checkpoint\n",
+                    "[rank0]:[titan] 2026-04-18 00:00:00,000 - root - INFO - Saving the checkpoint (or staging if async is enabled).\n",
                 );
             }
         }
@@ -660,6 +731,9 @@ mod tests {
             let windowed = windowed(log.as_bytes(), sizes).unwrap();
             assert_eq!(windowed.table.height, 1200, "{sizes:?}");
             assert_eq!(windowed.table, whole.table, "{sizes:?}");
+            // The checkpoints after every 100th step, on the rows after them (none after the last).
+            assert_eq!(whole.marks.len(), 11);
+            assert_eq!(windowed.marks, whole.marks, "{sizes:?}");
             assert_eq!(windowed.hints, whole.hints);
             assert_eq!(windowed.facts, whole.facts);
             assert!(
@@ -725,6 +799,7 @@ mod tests {
             match windowed(log.as_bytes(), sizes) {
                 Ok(read) if read.hints == whole.hints => {
                     proptest::prop_assert_eq!(&read.table, &whole.table, "{}", layout);
+                    proptest::prop_assert_eq!(&read.marks, &whole.marks, "{}", layout);
                 }
                 Ok(_) => {}
                 // The windows stop only for a head too short, or (a clock to the second timing
@@ -872,6 +947,7 @@ mod tests {
                 }
                 Ok(()) if chose_alike => {
                     assert_eq!(concat(tables), whole.table, "{}", log.display());
+                    assert_eq!(windows.take_marks(), whole.marks, "{}", log.display());
                     same += 1;
                 }
                 Ok(()) => {}
