@@ -996,6 +996,22 @@ impl FieldTable for DataFrame {
     fn texts(&self, column: &str) -> PolarsResult<Texts> {
         Ok(Texts::Column(text_values(self.column(column)?)?))
     }
+
+    /// A numeric column with a value in every row as 8 bytes a row, not 16 (`Option<f64>`): the field
+    /// values of a 1 GiB console log's 4.5M rows took 290 MB.
+    fn dense(&self, column: &str, scale: f64) -> Option<Numbers> {
+        let col = self.column(column).ok()?;
+        if col.null_count() > 0 || !col.dtype().is_primitive_numeric() {
+            return None;
+        }
+        let cast = col.cast(&DataType::Float64).ok()?;
+        let mut values = Vec::with_capacity(cast.len());
+        for chunk in cast.f64().ok()?.downcast_iter() {
+            // As `numeric_values` reads them: each value times the scale.
+            values.extend(chunk.values().iter().map(|v| v * scale));
+        }
+        Some(Numbers::Dense(values.into()))
+    }
 }
 
 /// A column's cells as text: lists joined, other types cast.
