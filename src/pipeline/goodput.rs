@@ -326,6 +326,30 @@ pub fn goodput_runs(
     measure_runs(key_names, groups, arguments, loaded.iter())
 }
 
+/// An input to [`measure_runs`]: borrowed, or owned, when its table can go once the columns goodput
+/// reads of it are taken.
+trait GoodputInput {
+    fn loaded(&self) -> &(String, Loaded);
+    /// Lets the input's table go (its field values stay).
+    fn let_table_go(&mut self) {}
+}
+
+impl GoodputInput for &(String, Loaded) {
+    fn loaded(&self) -> &(String, Loaded) {
+        self
+    }
+}
+
+impl GoodputInput for (String, Loaded) {
+    fn loaded(&self) -> &(String, Loaded) {
+        self
+    }
+
+    fn let_table_go(&mut self) {
+        self.1.enriched.frame = DataFrame::empty();
+    }
+}
+
 /// [`goodput_runs`] of inputs it may drop: each input's rows and columns are let go once its rows are
 /// gathered, before the runs are measured (a third of the peak memory of `mfu goodput` of a 1 GiB
 /// console log: its table and field values, 650 MB).
@@ -340,7 +364,7 @@ pub fn goodput_runs_owned(
 
 /// The runs of `loaded` (grouped by `groups`, each input's argument in `arguments`) gathered input by
 /// input, then measured.
-fn measure_runs<T: std::borrow::Borrow<(String, Loaded)>>(
+fn measure_runs<T: GoodputInput>(
     mut key_names: Vec<String>,
     groups: Vec<GroupBy>,
     arguments: Vec<String>,
@@ -354,48 +378,55 @@ fn measure_runs<T: std::borrow::Borrow<(String, Loaded)>>(
     let mut clock_timed = vec![false; arguments.len()];
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
-    for (input, (item, group)) in loaded.zip(groups).enumerate() {
-        let (display, l) = item.borrow();
-        let df = &l.enriched.frame;
-        let v = &l.enriched.values;
+    for (input, (mut item, group)) in loaded.zip(groups).enumerate() {
         let combine = |e: PolarsError| PipelineError::Combine(e);
-        // An input that is one run needs no key per row.
-        let keys = match &group {
-            GroupBy::File => RunIndex::one(vec![Some(l.argument.clone())]),
-            group => RunIndex::of(df, display, group).map_err(combine)?,
+        // What goodput reads of the input's table, taken before the rows are gathered; an owned
+        // input's table then goes (a third of `mfu goodput`'s peak on a 1 GiB console log).
+        let (height, keys, found, run_clock, peaks, mfu) = {
+            let (display, l) = item.loaded();
+            let df = &l.enriched.frame;
+            // An input that is one run needs no key per row.
+            let keys = match &group {
+                GroupBy::File => RunIndex::one(vec![Some(l.argument.clone())]),
+                group => RunIndex::of(df, display, group).map_err(combine)?,
+            };
+            let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
+                FieldSource::Column {
+                    name,
+                    cumulative: false,
+                    ..
+                } => Some(name.as_str()),
+                _ => None,
+            };
+            let found = wall_times(df, step_time_column).map_err(combine)?;
+            // Columns read where they are needed, not copied out (16 bytes a row each).
+            let numbers = |name: &str| -> PolarsResult<Option<Float64Chunked>> {
+                match df.column(name) {
+                    Ok(c) => Ok(Some(
+                        c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
+                    )),
+                    Err(_) => Ok(None),
+                }
+            };
+            let run_clock = numbers(RUN_CLOCK_COLUMN).map_err(combine)?;
+            let peaks = numbers(PEAK_FLOPS_PER_DEVICE).map_err(combine)?;
+            let mfu = numbers(MFU_WALL_CLOCK).map_err(combine)?;
+            (df.height(), keys, found, run_clock, peaks, mfu)
         };
+        item.let_table_go();
+        let (display, l) = item.loaded();
+        let v = &l.enriched.values;
         let key_of = |row: usize| keys.key(row);
-        let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
-            FieldSource::Column {
-                name,
-                cumulative: false,
-                ..
-            } => Some(name.as_str()),
-            _ => None,
-        };
-        let found = wall_times(df, step_time_column).map_err(combine)?;
         let refused = found.refused;
         let (wall_column, walls) = match found.found {
             Some((name, values)) => (Some(name), values),
-            None => (None, vec![None; df.height()]),
-        };
-        // Columns read where they are needed, not copied out (16 bytes a row each).
-        let numbers = |name: &str| -> PolarsResult<Option<Float64Chunked>> {
-            match df.column(name) {
-                Ok(c) => Ok(Some(
-                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
-                )),
-                Err(_) => Ok(None),
-            }
+            None => (None, vec![None; height]),
         };
         let cell = |column: &Option<Float64Chunked>, row: usize| column.as_ref()?.get(row);
-        let run_clock = numbers(RUN_CLOCK_COLUMN).map_err(combine)?;
-        let peaks = numbers(PEAK_FLOPS_PER_DEVICE).map_err(combine)?;
-        let mfu = numbers(MFU_WALL_CLOCK).map_err(combine)?;
-        let steps: std::borrow::Cow<[Option<f64>]> = if v.steps.len() == df.height() {
+        let steps: std::borrow::Cow<[Option<f64>]> = if v.steps.len() == height {
             std::borrow::Cow::Borrowed(&v.steps)
         } else {
-            std::borrow::Cow::Owned((1..=df.height()).map(|i| Some(i as f64)).collect())
+            std::borrow::Cow::Owned((1..=height).map(|i| Some(i as f64)).collect())
         };
         let spans: std::borrow::Cow<[f64]> = match &v.spans {
             Some(spans) => std::borrow::Cow::Borrowed(spans),
@@ -424,10 +455,10 @@ fn measure_runs<T: std::borrow::Borrow<(String, Loaded)>>(
         // Each of the input's runs' rows still to come: reserved at once rather than doubled as they
         // come (a row is 136 bytes: doubling took 320 MB for 1.1M rows).
         let mut left = vec![0usize; keys.keys.len()];
-        for row in 0..df.height() {
+        for row in 0..height {
             left[keys.run(row)] += 1;
         }
-        for row in 0..df.height() {
+        for row in 0..height {
             let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
             let mut launches_without_steps = 0;
             while let Some((_, mark)) = marks.next_if(|(r, _)| *r == row) {
@@ -443,7 +474,7 @@ fn measure_runs<T: std::borrow::Borrow<(String, Loaded)>>(
                 }
             }
             // Launches after the last row: counted with it.
-            if row + 1 == df.height() {
+            if row + 1 == height {
                 launches_without_steps += marks
                     .by_ref()
                     .filter(|(_, m)| *m == Mark::LaunchWithoutSteps)
