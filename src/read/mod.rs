@@ -699,10 +699,10 @@ fn console_stacked(input: &Input, options: &ReadOptions) -> Result<Option<ReadOu
             Err(_) => return Ok(None),
         }
     }
-    let Some(mut frame) = frame else {
+    // One chunk a window, not put together into one: that copy held the rows twice.
+    let Some(frame) = frame else {
         return Ok(None);
     };
-    frame.rechunk_mut();
     let marks = windows.take_marks();
     let bytes = windows.bytes_read();
     let (shape, facts, model, hints) = (
