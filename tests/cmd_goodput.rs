@@ -949,6 +949,14 @@ fn a_large_log_read_in_windows_gives_the_goodput_summary_and_audit_read_whole_gi
         assert_eq!(windowed, whole, "{command}");
         assert_eq!(reading_said(&said), reading_said(&said_whole), "{command}");
     }
+    // Compressed, judged by its size once decompressed: the same.
+    let zst =
+        zstd::stream::encode_all(&std::fs::read(wd.path("train.log")).unwrap()[..], 3).unwrap();
+    wd.create("train.log.zst", &zst);
+    let (whole, _) = in_windows(&wd, "goodput", "train.log", None);
+    let (windowed, said) = in_windows(&wd, "goodput", "train.log.zst", sizes);
+    assert!(said.contains("read in windows ("), "{said}");
+    assert_eq!(windowed, whole.replace("train.log", "train.log.zst"));
     let rows = ok_csv(
         wd.mfu()
             .env("MFU_CONSOLE_WINDOWS", "65536,500,32,16384")

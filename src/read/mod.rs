@@ -599,10 +599,25 @@ pub fn console_in_windows(
     let Some(path) = input.path.as_deref() else {
         return Ok(None);
     };
-    // Judged by its size once decompressed, as a table is.
-    match compression::size_up_to(path, sizes.head_bytes as u64) {
-        Ok(compression::Size::Over(_)) => {}
-        _ => return Ok(None),
+    // Judged by its size once decompressed, as a table is: told from the file's length when it is not
+    // compressed, else by decompressing up to the head's size, which waits until the input is known
+    // to be a console log (a large compressed table read whole is not decompressed twice).
+    let over = || {
+        matches!(
+            compression::size_up_to(path, sizes.head_bytes as u64),
+            Ok(compression::Size::Over(_))
+        )
+    };
+    let mut magic = Vec::with_capacity(4);
+    if File::open(path)
+        .and_then(|f| f.take(4).read_to_end(&mut magic))
+        .is_err()
+    {
+        return Ok(None); // an error the whole-input way reports
+    }
+    let compressed = Compression::sniff(&magic).is_some();
+    if !compressed && !over() {
+        return Ok(None);
     }
     let (mut file, _) = compression::open(path).map_err(|e| e.to_string())?;
     let detect = shapes::DETECT_BYTES as u64;
@@ -619,7 +634,7 @@ pub fn console_in_windows(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let shape = shape_of(input, options, &head, &file_name).map_err(|e| e.to_string())?;
-    if !matches!(shape, Shape::Console | Shape::Torchtitan) {
+    if !matches!(shape, Shape::Console | Shape::Torchtitan) || (compressed && !over()) {
         return Ok(None);
     }
     let beside = configs_beside(input);
