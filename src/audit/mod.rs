@@ -168,6 +168,13 @@ pub struct Row {
     pub flops_per_token: Option<f64>,
 }
 
+impl Row {
+    /// Whether the row holds the framework's figure, the only rows [`audit`] weighs.
+    pub fn is_logged(&self) -> bool {
+        self.mfu_logged.is_some_and(f64::is_finite) || positive(self.tflops_logged).is_some()
+    }
+}
+
 /// What is known of a whole run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Run {
@@ -262,10 +269,7 @@ pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Au
         figure: figure.to_string(),
         ..Audit::default()
     };
-    let logged: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.mfu_logged.is_some_and(f64::is_finite) || positive(r.tflops_logged).is_some())
-        .collect();
+    let logged: Vec<&Row> = rows.iter().filter(|r| r.is_logged()).collect();
     out.rows = logged.len();
     out.placeholder_rows = logged
         .iter()

@@ -340,13 +340,43 @@ pub fn audit_runs(
         let rate = column(Some(TOKENS_PER_SECOND), 1.0).map_err(combine)?;
         // Each of the input's runs' rows still to come: reserved at once rather than doubled as they
         // come.
+        let kept = |row: usize| {
+            keep_rows
+                || Row {
+                    mfu_logged: logged.at(row),
+                    tflops_logged: tflops.at(row),
+                    ..Row::default()
+                }
+                .is_logged()
+        };
         let mut left = vec![0usize; keys.keys.len()];
         for row in 0..df.height() {
-            left[keys.run(row)] += 1;
+            if kept(row) {
+                left[keys.run(row)] += 1;
+            }
         }
         for row in 0..df.height() {
             let at = run_of(row, &mut runs);
             let run = &mut runs[at];
+            if run.device.is_none() {
+                run.device = v.device.get(row).map(str::to_string);
+            }
+            if run.dtype.is_none() {
+                run.dtype = v.dtype.get(row).map(str::to_string);
+            }
+            let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
+            let audited = Row {
+                mfu_logged: logged.at(row),
+                tflops_logged: tflops.at(row),
+                tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
+                mfu: mfu.at(row),
+                peak: peak.at(row),
+                flops_per_token: v.flops_per_token.get(row),
+            };
+            // The audit weighs only the rows with the framework's figure; `--rows` shows every row.
+            if !kept(row) {
+                continue;
+            }
             let left = &mut left[keys.run(row)];
             if run.rows.capacity() == run.rows.len() {
                 run.rows.reserve_exact(*left);
@@ -355,24 +385,10 @@ pub fn audit_runs(
                 }
             }
             *left -= 1;
-            if run.device.is_none() {
-                run.device = v.device.get(row).map(str::to_string);
-            }
-            if run.dtype.is_none() {
-                run.dtype = v.dtype.get(row).map(str::to_string);
-            }
-            let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
             if keep_rows {
                 run.steps.push(v.steps.get(row).copied().flatten());
             }
-            run.rows.push(Row {
-                mfu_logged: logged.at(row),
-                tflops_logged: tflops.at(row),
-                tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
-                mfu: mfu.at(row),
-                peak: peak.at(row),
-                flops_per_token: v.flops_per_token.get(row),
-            });
+            run.rows.push(audited);
         }
     }
     let audited = runs
