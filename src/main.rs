@@ -30,8 +30,9 @@ fn main() -> ExitCode {
 /// columns and read buffers are such blocks, each first touched page by page and given back when freed,
 /// so the next one faults its pages in again. Kept in the heap below 64 MiB and trimmed past 128 MiB, they
 /// are reused. Measured side by side (2026-12-08, release, 2 cores; docs/performance.md): `mfu enrich`
-/// of the event-file bench's 1M scalars 21,052 -> 13,274 page faults, 82-97 -> 69-84 ms, peak RSS
-/// within 3 MiB; of 1M-row tables within noise. Only `mfu enrich`, which streams: the commands that
+/// of the event-file bench's 1M scalars 21,052 -> 13,274 page faults, 82-124 -> 69-101 ms (14-25% less
+/// in each interleaved pair), peak RSS 73 -> 75 MiB (the images run 34 -> 48 MiB); 1M-row tables within
+/// noise. Only `mfu enrich`, which streams: the commands that
 /// hold every row (`summary`, `goodput`, ...) took 9-21% more peak memory for 5-12% less time, and keep
 /// glibc's defaults. `MFU_MALLOC=system` leaves the defaults for `enrich` too (to compare). The Python
 /// package leaves its host process's allocator alone.

@@ -98,12 +98,19 @@ fn push_distinct<T: PartialEq>(list: &mut Vec<T>, v: T) {
     }
 }
 
-/// Column `name` of `df` as f64 values, when it exists.
-pub fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Vec<Option<f64>>>> {
-    match df.column(name) {
-        Ok(c) => Ok(Some(c.cast(&DataType::Float64)?.f64()?.iter().collect())),
-        Err(_) => Ok(None),
-    }
+/// Column `name` of `df` as f64 values in one chunk, when it exists: read in place where they are needed,
+/// not copied out as `Option<f64>`s (16 bytes a row).
+pub fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Option<Float64Chunked>> {
+    df.column(name).ok().map(floats).transpose()
+}
+
+/// `column` as f64 values in one chunk (shared with the frame where it is one chunk of f64 already).
+pub fn floats(column: &Column) -> PolarsResult<Float64Chunked> {
+    Ok(column
+        .cast(&DataType::Float64)?
+        .f64()?
+        .rechunk()
+        .into_owned())
 }
 
 /// Column `name` of `df` as text, when it exists.
@@ -220,18 +227,9 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 })
             })
             .collect();
-        // Columns read where they are needed, not copied out a row each (16 bytes a row each).
-        let numbers = |name: &str| -> PolarsResult<Option<Float64Chunked>> {
-            match df.column(name) {
-                Ok(c) => Ok(Some(
-                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
-                )),
-                Err(_) => Ok(None),
-            }
-        };
-        let peaks = numbers(PEAK_FLOPS_PER_DEVICE)?;
-        let mfu = numbers(MFU_WALL_CLOCK)?;
-        let mfu_fb = numbers(MFU_FWD_BWD)?;
+        let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE)?;
+        let mfu = f64s(df, MFU_WALL_CLOCK)?;
+        let mfu_fb = f64s(df, MFU_FWD_BWD)?;
         let number = |column: &Option<Float64Chunked>, row: usize| column.as_ref()?.get(row);
         // Device names as the frame holds them, not copied a row each.
         let resolved = texts(df, RESOLVED_DEVICE)?.map(|c| c.rechunk().into_owned());

@@ -3,19 +3,22 @@
 
 use crate::util::{csv_rows, number, ok_csv, OkStdout, Workdir};
 
+/// A torchtitan console line at `clock` (milliseconds since the epoch), added to `out`.
+fn titan_line(out: &mut String, clock: u64, text: &str) {
+    let seconds = clock / 1000;
+    let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
+    out.push_str(&format!(
+        "[rank0]:[titan] 2026-04-18 {h:02}:{m:02}:{s:02},{:03} - root - INFO - {text}\n",
+        clock % 1000
+    ));
+}
+
 /// A torchtitan console log of `attempts` (first step, last step, seconds down before it), steps of 2 s,
 /// each attempt's first step 30 s slower, 40 s of checkpointing after step 50 of the first attempt.
 pub fn torchtitan_log(attempts: &[(u32, u32, u32)]) -> String {
     let mut clock: u64 = 1_776_549_600 * 1000; // 2026-04-18 22:00:00 UTC, in milliseconds
     let mut out = String::new();
-    let mut line = |clock: u64, text: &str| {
-        let seconds = clock / 1000;
-        let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
-        out.push_str(&format!(
-            "[rank0]:[titan] 2026-04-18 {h:02}:{m:02}:{s:02},{:03} - root - INFO - {text}\n",
-            clock % 1000
-        ));
-    };
+    let mut line = |clock: u64, text: &str| titan_line(&mut out, clock, text);
     for (a, &(first, last, down)) in attempts.iter().enumerate() {
         clock += u64::from(down) * 1000;
         line(clock, "Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 1000 (warmup 10)");
@@ -860,14 +863,7 @@ fn dash_output_is_standard_output() {
 fn checkpointed_log(steps: u32, every: u32) -> String {
     let mut clock: u64 = 1_776_549_600 * 1000;
     let mut out = String::from("[rank0]:[titan] 2026-04-18 22:00:00,000 - root - INFO - Trainer is initialized with local batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, total steps 100000 (warmup 10)\n");
-    let mut line = |clock: u64, text: &str| {
-        let seconds = clock / 1000;
-        let (h, m, s) = (seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
-        out.push_str(&format!(
-            "[rank0]:[titan] 2026-04-18 {h:02}:{m:02}:{s:02},{:03} - root - INFO - {text}\n",
-            clock % 1000
-        ));
-    };
+    let mut line = |clock: u64, text: &str| titan_line(&mut out, clock, text);
     for step in 1..=steps {
         clock += 2000 + u64::from(step % 7) * 3;
         line(
@@ -888,18 +884,14 @@ fn in_windows(wd: &Workdir, command: &str, input: &str, windows: Option<&str>) -
     if let Some(sizes) = windows {
         mfu.env("MFU_CONSOLE_WINDOWS", sizes);
     }
-    let out = mfu
+    let assert = mfu
         .args([command, input, "--format", "csv", "-v"])
         .args(FLAGS)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = assert.get_output();
     (
-        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stdout.clone()).unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }

@@ -310,10 +310,7 @@ pub fn audit_runs(
                         })
                         .collect(),
                 ),
-                Some(c) => Figures::Numbers(
-                    c.cast(&DataType::Float64)?.f64()?.rechunk().into_owned(),
-                    per_unit,
-                ),
+                Some(c) => Figures::Numbers(crate::summary::floats(c)?, per_unit),
                 None => Figures::Missing,
             })
         };
@@ -365,14 +362,6 @@ pub fn audit_runs(
                 run.dtype = v.dtype.get(row).map(str::to_string);
             }
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
-            let audited = Row {
-                mfu_logged: logged.at(row),
-                tflops_logged: tflops.at(row),
-                tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
-                mfu: mfu.at(row),
-                peak: peak.at(row),
-                flops_per_token: v.flops_per_token.get(row),
-            };
             // The audit weighs only the rows with the framework's figure; `--rows` shows every row.
             if !kept(row) {
                 continue;
@@ -388,7 +377,14 @@ pub fn audit_runs(
             if keep_rows {
                 run.steps.push(v.steps.get(row).copied().flatten());
             }
-            run.rows.push(audited);
+            run.rows.push(Row {
+                mfu_logged: logged.at(row),
+                tflops_logged: tflops.at(row),
+                tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
+                mfu: mfu.at(row),
+                peak: peak.at(row),
+                flops_per_token: v.flops_per_token.get(row),
+            });
         }
     }
     let audited = runs

@@ -608,18 +608,11 @@ pub fn console_in_windows(
             Ok(compression::Size::Over(_))
         )
     };
-    let mut magic = Vec::with_capacity(4);
-    if File::open(path)
-        .and_then(|f| f.take(4).read_to_end(&mut magic))
-        .is_err()
-    {
-        return Ok(None); // an error the whole-input way reports
-    }
-    let compressed = Compression::sniff(&magic).is_some();
+    let (mut file, compression) = compression::open(path).map_err(|e| e.to_string())?;
+    let compressed = compression.is_some();
     if !compressed && !over() {
         return Ok(None);
     }
-    let (mut file, _) = compression::open(path).map_err(|e| e.to_string())?;
     let detect = shapes::DETECT_BYTES as u64;
     let mut head = Vec::with_capacity(shapes::DETECT_BYTES);
     (&mut file)
@@ -660,7 +653,8 @@ pub fn console_in_windows(
     }
 }
 
-/// A source that tallies the bytes read from it where another owner can see them.
+/// A source that tallies the bytes read from it where another owner can see them (the windows own
+/// their source; standard input is read through it as it streams).
 struct Tallied<R> {
     inner: R,
     bytes: Arc<std::sync::atomic::AtomicU64>,
@@ -742,20 +736,6 @@ fn console_stacked(input: &Input, options: &ReadOptions) -> Result<Option<ReadOu
     }))
 }
 
-/// A source that counts the bytes read from it.
-struct Counted<'r> {
-    inner: &'r mut (dyn Read + Send),
-    bytes: u64,
-}
-
-impl Read for Counted<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-}
-
 /// A console log on standard input whose shape was named (`--shape console`), read as it streams
 /// (decompressed where it is gzip or zstd), so a log piped in is never held whole.
 fn stream_console_stdin(
@@ -767,13 +747,14 @@ fn stream_console_stdin(
         _ => return Ok(None),
     };
     let (mut source, _) = opened(input)?;
-    let mut counted = Counted {
+    let tally = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut counted = Tallied {
         inner: &mut source,
-        bytes: 0,
+        bytes: Arc::clone(&tally),
     };
     let shaped = read_console(input, shape, &mut counted, options.given)
         .map_err(shape_error_of(input, shape))?;
-    let bytes = counted.bytes;
+    let bytes = tally.load(std::sync::atomic::Ordering::Relaxed);
     Ok(Some(shaped_outcome(
         input,
         shape,
