@@ -26,7 +26,7 @@
 //! of its step(s); a row logged every k steps covers k steps (`span`). docs/goodput.md has the rules
 //! side by side with Google's goodput and Meta's effective training time.
 
-use crate::stats::median;
+use crate::stats::{median_of_sorted, Counted, ExactSum};
 
 /// What a log says happened just before one of its rows (a console log's lines between two step
 /// lines).
@@ -124,13 +124,28 @@ pub struct Goodput {
 /// The ideal step time of `times` (Google's rule: the mean of those within median + 3 MAD) and that
 /// bound.
 pub fn ideal_step_time(times: &[f64]) -> Option<(f64, f64)> {
-    let mut sorted = times.to_vec();
-    let m = median(&mut sorted)?;
-    let mut deviations: Vec<f64> = times.iter().map(|t| (t - m).abs()).collect();
-    let mad = median(&mut deviations)?;
+    let mut counted = Counted::default();
+    times.iter().for_each(|t| counted.push(*t));
+    ideal_step_time_of(&counted)
+}
+
+/// [`ideal_step_time`] of step times counted by distinct value. The mean is summed exactly (rounded
+/// once), so it is the same whatever order the rows came in.
+pub fn ideal_step_time_of(times: &Counted) -> Option<(f64, f64)> {
+    let sorted = times.sorted();
+    let m = median_of_sorted(&sorted, times.len())?;
+    let mut deviations = Counted::default();
+    for (t, n) in &sorted {
+        deviations.push_times((t - m).abs(), *n);
+    }
+    let mad = deviations.median()?;
     let bound = m + 3.0 * mad;
-    let within: Vec<f64> = times.iter().copied().filter(|t| *t <= bound).collect();
-    Some((within.iter().sum::<f64>() / within.len() as f64, bound))
+    let (mut sum, mut within) = (ExactSum::default(), 0u64);
+    for (t, n) in sorted.iter().filter(|(t, _)| *t <= bound) {
+        sum.add_times(*t, *n);
+        within += n;
+    }
+    Some((sum.value() / within as f64, bound))
 }
 
 fn positive(v: Option<f64>) -> Option<f64> {
@@ -149,130 +164,306 @@ fn down_before(before: &Row, now: &Row) -> Option<f64> {
 
 /// Where the time of the run whose rows are `rows` (in log order) went.
 pub fn measure(rows: &[Row]) -> Goodput {
-    let mut out = Goodput::default();
-    if rows.is_empty() {
-        out.notes.push("no rows".into());
-        return out;
-    }
-    // Attempts: a row whose step does not go forward starts one, and so does a row the log's restart
-    // line comes before (a relaunch that resumes where the last attempt stopped goes forward).
-    let mut starts = vec![0];
-    // Seconds the run was down just before a row, where its run clock says so.
-    let mut down = vec![None; rows.len()];
-    for i in 1..rows.len() {
-        let back =
-            matches!((rows[i - 1].step, rows[i].step), (Some(before), Some(now)) if now <= before);
-        down[i] = down_before(&rows[i - 1], &rows[i]);
-        if back || rows[i].restart || down[i].is_some() {
-            starts.push(i);
+    let mut survey = Survey::default();
+    rows.iter().for_each(|r| survey.push(r));
+    let Some(weights) = survey.finish() else {
+        return Goodput::no_rows();
+    };
+    let mut accounts = Accounts::new(&weights);
+    rows.iter().for_each(|r| accounts.push(r));
+    accounts.finish()
+}
+
+impl Goodput {
+    /// The goodput of a run without rows.
+    pub fn no_rows() -> Goodput {
+        Goodput {
+            notes: vec!["no rows".into()],
+            ..Goodput::default()
         }
     }
-    out.attempts = starts.len();
-    out.launches_without_steps = rows.iter().map(|r| r.launches_without_steps).sum();
-    out.attempt_steps = starts[1..].iter().filter_map(|&i| rows[i].step).collect();
-    // Each row's attempt, and whether it is its attempt's first.
-    let mut attempt = vec![0usize; rows.len()];
-    let mut first = vec![false; rows.len()];
-    for (a, &start) in starts.iter().enumerate() {
-        first[start] = true;
-        let end = starts.get(a + 1).copied().unwrap_or(rows.len());
-        attempt[start..end].fill(a);
+}
+
+/// What goodput must know of a run's rows before it weighs any of them, gathered in one pass over the
+/// rows in log order: where each attempt starts (a row whose step does not go forward, a row the log's
+/// restart line comes before, a row the run clock says the run was down before), the step times' order
+/// statistics, the devices and their peaks. [`measure`] then weighs the same rows again
+/// ([`Accounts`]); a console log folded in windows is read twice, its rows held neither time.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    rows: usize,
+    before: Option<Row>,
+    /// Each attempt's first row and its step.
+    starts: Vec<(usize, Option<f64>)>,
+    launches_without_steps: usize,
+    /// Step times of every row but attempts' first.
+    times: Counted,
+    devices: Counted,
+    capacities: Counted,
+    /// Every row has a wall time; any has a step time; every row says whether an evaluation and a
+    /// checkpoint came before it.
+    timed: bool,
+    any_time: bool,
+    marked: bool,
+}
+
+impl Default for Survey {
+    fn default() -> Survey {
+        Survey {
+            rows: 0,
+            before: None,
+            starts: Vec::new(),
+            launches_without_steps: 0,
+            times: Counted::default(),
+            devices: Counted::default(),
+            capacities: Counted::default(),
+            timed: true,
+            any_time: false,
+            marked: true,
+        }
     }
-    // A row is kept unless a later attempt starts at or before its step.
-    let mut later_first = vec![f64::INFINITY; starts.len()];
-    for a in (0..starts.len().saturating_sub(1)).rev() {
-        let next = rows[starts[a + 1]].step.unwrap_or(f64::NEG_INFINITY);
-        later_first[a] = later_first[a + 1].min(next);
+}
+
+impl Survey {
+    /// The next row of the run.
+    pub fn push(&mut self, r: &Row) {
+        let start = match &self.before {
+            None => true,
+            Some(before) => {
+                let back = matches!((before.step, r.step), (Some(b), Some(now)) if now <= b);
+                back || r.restart || down_before(before, r).is_some()
+            }
+        };
+        if start {
+            self.starts.push((self.rows, r.step));
+        } else if let Some(t) = positive(r.step_time) {
+            self.times.push(t);
+        }
+        self.launches_without_steps += r.launches_without_steps;
+        if let Some(d) = positive(r.devices) {
+            self.devices.push(d);
+        }
+        if let Some(c) = positive(r.capacity) {
+            self.capacities.push(c);
+        }
+        self.timed &= r.wall_time.is_some_and(f64::is_finite);
+        self.any_time |= positive(r.step_time).is_some();
+        self.marked &= r.evaluation.is_some() && r.checkpoint.is_some();
+        self.before = Some(*r);
+        self.rows += 1;
     }
-    let kept: Vec<bool> = (0..rows.len())
-        .map(|i| rows[i].step.is_none_or(|s| s < later_first[attempt[i]]))
-        .collect();
-    let span = |i: usize| {
-        if rows[i].span.is_finite() && rows[i].span > 0.0 {
-            rows[i].span
+
+    /// What the rows weigh by; `None` where there were none.
+    pub fn finish(self) -> Option<Weights> {
+        if self.rows == 0 {
+            return None;
+        }
+        // A row is kept unless a later attempt starts at or before its step.
+        let mut later_first = vec![f64::INFINITY; self.starts.len()];
+        for a in (0..self.starts.len().saturating_sub(1)).rev() {
+            let next = self.starts[a + 1].1.unwrap_or(f64::NEG_INFINITY);
+            later_first[a] = later_first[a + 1].min(next);
+        }
+        Some(Weights {
+            rows: self.rows,
+            attempt_steps: self.starts[1..].iter().filter_map(|s| s.1).collect(),
+            starts: self.starts.into_iter().map(|s| s.0).collect(),
+            later_first,
+            launches_without_steps: self.launches_without_steps,
+            ideal: ideal_step_time_of(&self.times),
+            run_devices: self.devices.median(),
+            run_capacity: self.capacities.median(),
+            one_count: self.devices.all_equal(),
+            one_capacity: self.capacities.all_equal(),
+            timed: self.timed,
+            any_time: self.any_time,
+            marked: self.marked,
+        })
+    }
+}
+
+/// What a [`Survey`] found, by which [`Accounts`] weighs each row.
+#[derive(Debug, Clone)]
+pub struct Weights {
+    rows: usize,
+    /// Each attempt's first row.
+    starts: Vec<usize>,
+    attempt_steps: Vec<f64>,
+    /// Per attempt, the lowest first step of the attempts after it.
+    later_first: Vec<f64>,
+    launches_without_steps: usize,
+    /// The ideal step time and the bound of the steps it is the mean of.
+    ideal: Option<(f64, f64)>,
+    run_devices: Option<f64>,
+    run_capacity: Option<f64>,
+    one_count: bool,
+    one_capacity: bool,
+    timed: bool,
+    any_time: bool,
+    marked: bool,
+}
+
+/// Each row's seconds put in their buckets, in log order: the second pass of [`measure`], the same
+/// rows the [`Survey`] saw.
+pub struct Accounts<'w> {
+    w: &'w Weights,
+    row: usize,
+    attempt: usize,
+    before: Option<Row>,
+    steps_executed: f64,
+    steps_kept: f64,
+    straggler_steps: f64,
+    straggler_s: f64,
+    productive: f64,
+    wasted: f64,
+    startup: f64,
+    pause: f64,
+    recovery: f64,
+    evaluating: f64,
+    checkpointing: f64,
+    unseen: f64,
+    productive_device_s: f64,
+    productive_capacity_s: f64,
+    untimed_firsts: usize,
+    backwards: usize,
+    resumed: usize,
+    kept_flops: f64,
+    flops_known: bool,
+    /// Per attempt: when its first step started, its last row's wall time, whether the run clock says
+    /// the run was down before it, and its rows' devices and capacities (each row's own, else the
+    /// run's).
+    attempts: Vec<AttemptSpan>,
+}
+
+struct AttemptSpan {
+    start: f64,
+    end: f64,
+    down_before: bool,
+    devices: Counted,
+    capacities: Counted,
+}
+
+impl<'w> Accounts<'w> {
+    pub fn new(w: &'w Weights) -> Accounts<'w> {
+        Accounts {
+            w,
+            row: 0,
+            attempt: 0,
+            before: None,
+            // As `Iterator::sum` starts.
+            steps_executed: -0.0,
+            steps_kept: -0.0,
+            straggler_steps: 0.0,
+            straggler_s: 0.0,
+            productive: 0.0,
+            wasted: 0.0,
+            startup: 0.0,
+            pause: 0.0,
+            recovery: 0.0,
+            evaluating: 0.0,
+            checkpointing: 0.0,
+            unseen: 0.0,
+            productive_device_s: 0.0,
+            productive_capacity_s: 0.0,
+            untimed_firsts: 0,
+            backwards: 0,
+            resumed: 0,
+            kept_flops: -0.0,
+            flops_known: true,
+            attempts: Vec::with_capacity(w.starts.len()),
+        }
+    }
+
+    /// The next row of the run (the rows the survey saw, in the same order).
+    pub fn push(&mut self, r: &Row) {
+        let w = self.w;
+        let i = self.row;
+        if w.starts.get(self.attempt + 1) == Some(&i) {
+            self.attempt += 1;
+        }
+        let first = w.starts.get(self.attempt) == Some(&i);
+        let kept = r.step.is_none_or(|s| {
+            s < w
+                .later_first
+                .get(self.attempt)
+                .copied()
+                .unwrap_or(f64::INFINITY)
+        });
+        let down = self.before.as_ref().and_then(|b| down_before(b, r));
+        let span = if r.span.is_finite() && r.span > 0.0 {
+            r.span
         } else {
             1.0
+        };
+        self.steps_executed += span;
+        if kept {
+            self.steps_kept += span;
         }
-    };
-    out.steps_executed = (0..rows.len()).map(span).sum();
-    out.steps_kept = (0..rows.len()).filter(|i| kept[*i]).map(span).sum();
-    out.steps_redone = out.steps_executed - out.steps_kept;
-
-    // The ideal step time, from every row but attempts' first.
-    let times: Vec<f64> = (0..rows.len())
-        .filter(|i| !first[*i])
-        .filter_map(|i| positive(rows[i].step_time))
-        .collect();
-    let ideal = ideal_step_time(&times);
-    out.ideal_step_time_s = ideal.map(|(t, _)| t);
-    if let Some((ideal, bound)) = ideal {
-        let mut added = 0.0;
-        for i in (0..rows.len()).filter(|i| !first[*i]) {
-            if let Some(t) = positive(rows[i].step_time).filter(|t| *t > bound) {
-                out.straggler_steps += span(i);
-                added += (t - ideal) * span(i);
+        if let (false, Some((ideal, bound))) = (first, w.ideal) {
+            if let Some(t) = positive(r.step_time).filter(|t| *t > bound) {
+                self.straggler_steps += span;
+                self.straggler_s += (t - ideal) * span;
             }
         }
-        out.straggler_s = Some(added);
-    }
-
-    // Each row's step time (all its steps), and the start-up excess of an attempt's first row.
-    let row_time = |i: usize| positive(rows[i].step_time).map(|t| t * span(i));
-    let startup_of = |i: usize| match (row_time(i), ideal) {
-        (Some(t), Some((ideal, _))) if first[i] => (t - ideal * span(i)).max(0.0),
-        _ => 0.0,
-    };
-    let timed = rows.iter().all(|r| r.wall_time.is_some_and(f64::is_finite));
-    // Devices and capacity per row: a relaunch may run on other devices (4 GPUs, then 8). Where they
-    // differ, device-hours and MFU weigh each row's and each attempt's time by its own.
-    let mut devices: Vec<f64> = rows.iter().filter_map(|r| positive(r.devices)).collect();
-    let run_devices = median(&mut devices);
-    let mut capacities: Vec<f64> = rows.iter().filter_map(|r| positive(r.capacity)).collect();
-    let run_capacity = median(&mut capacities);
-    let devices_of = |i: usize| positive(rows[i].devices).or(run_devices).unwrap_or(0.0);
-    let capacity_of = |i: usize| positive(rows[i].capacity).or(run_capacity).unwrap_or(0.0);
-    // Device-seconds and FLOP/s-seconds of the kept rows' steps, and of each attempt's stretch of the
-    // elapsed time (from the attempt before's end to its own).
-    let (mut productive_device_s, mut productive_capacity_s) = (0.0, 0.0);
-    let (mut elapsed_device_s, mut elapsed_capacity_s) = (0.0, 0.0);
-    let (mut productive, mut wasted, mut startup) = (0.0, 0.0, 0.0);
-    let mut untimed_firsts = 0;
-    let (mut pause, mut recovery, mut elapsed) = (0.0, 0.0, None);
-    if timed {
-        let wall = |i: usize| rows[i].wall_time.expect("timed");
-        let mut backwards = 0;
-        let (mut evaluating, mut checkpointing) = (0.0, 0.0);
-        let mut unseen = 0.0;
-        for (i, &kept) in kept.iter().enumerate() {
-            let step_part = if let Some(down) = down[i] {
+        // The row's step time (all its steps), and the start-up excess of an attempt's first row.
+        let row_time = positive(r.step_time).map(|t| t * span);
+        let startup = match (row_time, w.ideal) {
+            (Some(t), Some((ideal, _))) if first => (t - ideal * span).max(0.0),
+            _ => 0.0,
+        };
+        let devices = positive(r.devices).or(w.run_devices).unwrap_or(0.0);
+        let capacity = positive(r.capacity).or(w.run_capacity).unwrap_or(0.0);
+        let step_part = if w.timed {
+            let wall = r.wall_time.expect("timed");
+            let before_wall = || {
+                self.before
+                    .as_ref()
+                    .and_then(|b| b.wall_time)
+                    .expect("timed")
+            };
+            if first {
+                self.attempts.push(AttemptSpan {
+                    start: wall - row_time.unwrap_or(0.0),
+                    end: wall,
+                    down_before: down.is_some(),
+                    devices: Counted::default(),
+                    capacities: Counted::default(),
+                });
+            }
+            let attempt = self.attempts.last_mut().expect("the first row starts one");
+            attempt.end = wall;
+            attempt.devices.push(devices);
+            attempt.capacities.push(capacity);
+            if let Some(down) = down {
                 // The run was down, then ran for the rest of the interval: start-up and any steps
                 // run again that the log does not hold, then this row's step(s), counted at the ideal
                 // step time (its own, if shorter) because the rest cannot be told apart.
-                let interval = (wall(i) - wall(i - 1)).max(0.0);
+                self.resumed += 1;
+                let interval = (wall - before_wall()).max(0.0);
                 let downtime = down.min(interval);
-                recovery += downtime;
+                self.recovery += downtime;
                 let running = interval - downtime;
-                let step = ideal
-                    .map(|(ideal, _)| ideal * span(i))
-                    .or_else(|| row_time(i))
+                let step = w
+                    .ideal
+                    .map(|(ideal, _)| ideal * span)
+                    .or(row_time)
                     .map_or(0.0, |t| t.min(running));
-                unseen += running - step;
+                self.unseen += running - step;
                 step
-            } else if first[i] {
-                let t = row_time(i).unwrap_or_else(|| {
-                    untimed_firsts += 1;
+            } else if first {
+                let t = row_time.unwrap_or_else(|| {
+                    self.untimed_firsts += 1;
                     0.0
                 });
-                let excess = startup_of(i);
-                startup += excess;
-                t - excess
+                self.startup += startup;
+                t - startup
             } else {
-                let interval = wall(i) - wall(i - 1);
+                let interval = wall - before_wall();
                 if interval < 0.0 {
-                    backwards += 1;
+                    self.backwards += 1;
                 }
                 let interval = interval.max(0.0);
-                let step = row_time(i).map_or(interval, |t| t.min(interval));
+                let step = row_time.map_or(interval, |t| t.min(interval));
                 // A step time made from these very timestamps differs from the interval by rounding
                 // alone (a pause of 6e-14 s): it is the interval.
                 let step = if interval - step <= 1e-9 * interval.max(1.0) {
@@ -280,150 +471,169 @@ pub fn measure(rows: &[Row]) -> Goodput {
                 } else {
                     step
                 };
-                pause += interval - step;
-                match (rows[i].evaluation, rows[i].checkpoint) {
-                    (Some(true), Some(false)) => evaluating += interval - step,
-                    (Some(false), Some(true)) => checkpointing += interval - step,
+                self.pause += interval - step;
+                match (r.evaluation, r.checkpoint) {
+                    (Some(true), Some(false)) => self.evaluating += interval - step,
+                    (Some(false), Some(true)) => self.checkpointing += interval - step,
                     _ => {}
                 }
                 step
-            };
-            if kept {
-                productive += step_part;
-                productive_device_s += devices_of(i) * step_part;
-                productive_capacity_s += capacity_of(i) * step_part;
-            } else {
-                wasted += step_part;
             }
-        }
-        let start_of = |a: usize| wall(starts[a]) - row_time(starts[a]).unwrap_or(0.0);
-        let end_of = |a: usize| {
-            let last = starts.get(a + 1).map_or(rows.len(), |s| *s) - 1;
-            wall(last)
+        } else {
+            self.startup += startup;
+            row_time.unwrap_or(0.0) - startup
         };
-        let mut overlapping = 0;
-        for a in (1..starts.len()).filter(|a| down[starts[*a]].is_none()) {
-            let gap = start_of(a) - end_of(a - 1);
-            if gap < 0.0 {
-                overlapping += 1;
+        if kept {
+            self.productive += step_part;
+            self.productive_device_s += devices * step_part;
+            self.productive_capacity_s += capacity * step_part;
+            self.flops_known &= r.flops.is_some_and(f64::is_finite);
+            if let Some(f) = r.flops {
+                self.kept_flops += f;
             }
-            recovery += gap.max(0.0);
-        }
-        let total = end_of(starts.len() - 1) - start_of(0);
-        elapsed = Some(total);
-        for a in 0..starts.len() {
-            let from = if a == 0 { start_of(0) } else { end_of(a - 1) };
-            let stretch = (end_of(a) - from).max(0.0);
-            let attempt_rows = starts[a]..starts.get(a + 1).copied().unwrap_or(rows.len());
-            let mut d: Vec<f64> = attempt_rows.clone().map(devices_of).collect();
-            let mut c: Vec<f64> = attempt_rows.map(capacity_of).collect();
-            elapsed_device_s += median(&mut d).unwrap_or(0.0) * stretch;
-            elapsed_capacity_s += median(&mut c).unwrap_or(0.0) * stretch;
-        }
-        let accounted = productive + wasted + startup + pause + recovery + unseen;
-        let other = total - accounted;
-        if other < -1e-9 * total.abs().max(1.0) || backwards > 0 || overlapping > 0 {
-            out.notes.push(format!(
-                "the log's clocks disagree ({backwards} row(s) logged before the row above them, {overlapping} attempt(s) starting before the one before ended): {:.3} s counted twice",
-                (-other).max(0.0)
-            ));
-        }
-        out.other_s = Some(other.max(0.0) + unseen);
-        out.unseen_s = unseen;
-        let resumed = down.iter().filter(|d| d.is_some()).count();
-        if resumed > 0 {
-            out.notes.push(format!(
-                "{resumed} relaunch(es) seen by the run's clock (wall time less run time jumps): {unseen:.3} s from each relaunch to the first row the log kept is start-up or steps run again that the log does not hold (W&B drops a step lower than the current one), not told apart, in other_s; steps_redone counts none of those steps"
-            ));
-        }
-        out.pause_s = Some(pause);
-        if rows
-            .iter()
-            .all(|r| r.evaluation.is_some() && r.checkpoint.is_some())
-        {
-            out.pause_evaluation_s = Some(evaluating);
-            out.pause_checkpoint_s = Some(checkpointing);
-        }
-        out.recovery_s = Some(recovery);
-        if untimed_firsts > 0 {
-            out.notes.push(format!(
-                "{untimed_firsts} attempt(s) start with a row that has no step time: their first step's duration (and start-up) is not measured"
-            ));
-        }
-    } else {
-        for (i, &kept) in kept.iter().enumerate() {
-            let excess = startup_of(i);
-            startup += excess;
-            let t = row_time(i).unwrap_or(0.0) - excess;
-            if kept {
-                productive += t;
-                productive_device_s += devices_of(i) * t;
-                productive_capacity_s += capacity_of(i) * t;
-            } else {
-                wasted += t;
-            }
-        }
-        out.notes.push(
-            "no wall time on every row: elapsed time, pauses and recovery between attempts are not measured (productive, wasted and start-up time are the logged step times)"
-                .into(),
-        );
-    }
-    let any_time = rows.iter().any(|r| positive(r.step_time).is_some());
-    if !any_time && !timed {
-        out.notes
-            .push("no step times and no wall times: nothing to measure".into());
-        return out;
-    }
-    if ideal.is_none() {
-        out.notes.push(if any_time {
-            "no step times besides attempts' first rows: start-up excess is not measured".into()
         } else {
-            "no step times, only wall times: start-up excess is not measured".into()
-        });
+            self.wasted += step_part;
+        }
+        self.before = Some(*r);
+        self.row += 1;
     }
-    out.productive_s = Some(productive);
-    out.wasted_progress_s = Some(wasted);
-    out.startup_s = Some(startup);
-    out.goodput = elapsed.filter(|e| *e > 0.0).map(|e| productive / e);
-    out.elapsed_s = elapsed;
 
-    // MFU over productive and elapsed time, at the run's capacity (devices x peak); where it differs
-    // between rows, each row's and each attempt's time at its own.
-    let all_equal = |v: &[f64]| v.iter().all(|x| Some(x) == v.first());
-    let (one_capacity, one_count) = (all_equal(&capacities), all_equal(&devices));
-    if !one_capacity {
-        out.notes.push(
-            "the devices or their peak differ between rows (a relaunch on other devices): MFU weighs each kept row's time by its own capacity, and each attempt's stretch of the elapsed time by its attempt's".into(),
-        );
-    }
-    let kept_rows = || (0..rows.len()).filter(|i| kept[*i]);
-    let flops_known = kept_rows().all(|i| rows[i].flops.is_some_and(f64::is_finite));
-    let kept_flops: f64 = kept_rows().filter_map(|i| rows[i].flops).sum();
-    if let Some(capacity) = run_capacity.filter(|_| flops_known && out.steps_kept > 0.0) {
-        if one_capacity {
-            out.mfu_productive =
-                Some(kept_flops / (capacity * productive)).filter(|m| m.is_finite());
-            out.mfu_effective = elapsed
-                .map(|e| kept_flops / (capacity * e))
-                .filter(|m| m.is_finite());
-        } else {
-            out.mfu_productive = Some(kept_flops / productive_capacity_s).filter(|m| m.is_finite());
-            out.mfu_effective = elapsed
-                .map(|_| kept_flops / elapsed_capacity_s)
-                .filter(|m| m.is_finite());
+    /// Where the run's time went.
+    pub fn finish(self) -> Goodput {
+        let w = self.w;
+        let mut out = Goodput {
+            attempts: w.starts.len(),
+            launches_without_steps: w.launches_without_steps,
+            steps_executed: self.steps_executed,
+            steps_kept: self.steps_kept,
+            steps_redone: self.steps_executed - self.steps_kept,
+            ideal_step_time_s: w.ideal.map(|(t, _)| t),
+            attempt_steps: w.attempt_steps.clone(),
+            ..Goodput::default()
+        };
+        if w.ideal.is_some() {
+            out.straggler_steps = self.straggler_steps;
+            out.straggler_s = Some(self.straggler_s);
         }
-    } else if out.steps_kept > 0.0 {
-        out.notes.push(
-            "MFU not measured: a kept row has no FLOPs or the devices' peak is unknown".into(),
-        );
+        let (productive, mut recovery) = (self.productive, self.recovery);
+        let (mut elapsed_device_s, mut elapsed_capacity_s) = (0.0, 0.0);
+        let mut elapsed = None;
+        if w.timed {
+            let attempts = &self.attempts;
+            let mut overlapping = 0;
+            for a in (1..attempts.len()).filter(|a| !attempts[*a].down_before) {
+                let gap = attempts[a].start - attempts[a - 1].end;
+                if gap < 0.0 {
+                    overlapping += 1;
+                }
+                recovery += gap.max(0.0);
+            }
+            let total = attempts.last().map_or(0.0, |a| a.end) - attempts[0].start;
+            elapsed = Some(total);
+            for a in 0..attempts.len() {
+                let from = if a == 0 {
+                    attempts[0].start
+                } else {
+                    attempts[a - 1].end
+                };
+                let stretch = (attempts[a].end - from).max(0.0);
+                elapsed_device_s += attempts[a].devices.median().unwrap_or(0.0) * stretch;
+                elapsed_capacity_s += attempts[a].capacities.median().unwrap_or(0.0) * stretch;
+            }
+            let unseen = self.unseen;
+            let accounted =
+                productive + self.wasted + self.startup + self.pause + recovery + unseen;
+            let other = total - accounted;
+            if other < -1e-9 * total.abs().max(1.0) || self.backwards > 0 || overlapping > 0 {
+                out.notes.push(format!(
+                    "the log's clocks disagree ({} row(s) logged before the row above them, {overlapping} attempt(s) starting before the one before ended): {:.3} s counted twice",
+                    self.backwards,
+                    (-other).max(0.0)
+                ));
+            }
+            out.other_s = Some(other.max(0.0) + unseen);
+            out.unseen_s = unseen;
+            if self.resumed > 0 {
+                out.notes.push(format!(
+                    "{} relaunch(es) seen by the run's clock (wall time less run time jumps): {unseen:.3} s from each relaunch to the first row the log kept is start-up or steps run again that the log does not hold (W&B drops a step lower than the current one), not told apart, in other_s; steps_redone counts none of those steps",
+                    self.resumed
+                ));
+            }
+            out.pause_s = Some(self.pause);
+            if w.marked {
+                out.pause_evaluation_s = Some(self.evaluating);
+                out.pause_checkpoint_s = Some(self.checkpointing);
+            }
+            out.recovery_s = Some(recovery);
+            if self.untimed_firsts > 0 {
+                out.notes.push(format!(
+                    "{} attempt(s) start with a row that has no step time: their first step's duration (and start-up) is not measured",
+                    self.untimed_firsts
+                ));
+            }
+        } else {
+            out.notes.push(
+                "no wall time on every row: elapsed time, pauses and recovery between attempts are not measured (productive, wasted and start-up time are the logged step times)"
+                    .into(),
+            );
+        }
+        if !w.any_time && !w.timed {
+            out.notes
+                .push("no step times and no wall times: nothing to measure".into());
+            return out;
+        }
+        if w.ideal.is_none() {
+            out.notes.push(if w.any_time {
+                "no step times besides attempts' first rows: start-up excess is not measured".into()
+            } else {
+                "no step times, only wall times: start-up excess is not measured".into()
+            });
+        }
+        out.productive_s = Some(productive);
+        out.wasted_progress_s = Some(self.wasted);
+        out.startup_s = Some(self.startup);
+        out.goodput = elapsed.filter(|e| *e > 0.0).map(|e| productive / e);
+        out.elapsed_s = elapsed;
+
+        // MFU over productive and elapsed time, at the run's capacity (devices x peak); where it differs
+        // between rows, each row's and each attempt's time at its own.
+        if !w.one_capacity {
+            out.notes.push(
+                "the devices or their peak differ between rows (a relaunch on other devices): MFU weighs each kept row's time by its own capacity, and each attempt's stretch of the elapsed time by its attempt's".into(),
+            );
+        }
+        let kept_flops = self.kept_flops;
+        if let Some(capacity) = w
+            .run_capacity
+            .filter(|_| self.flops_known && out.steps_kept > 0.0)
+        {
+            if w.one_capacity {
+                out.mfu_productive =
+                    Some(kept_flops / (capacity * productive)).filter(|m| m.is_finite());
+                out.mfu_effective = elapsed
+                    .map(|e| kept_flops / (capacity * e))
+                    .filter(|m| m.is_finite());
+            } else {
+                out.mfu_productive =
+                    Some(kept_flops / self.productive_capacity_s).filter(|m| m.is_finite());
+                out.mfu_effective = elapsed
+                    .map(|_| kept_flops / elapsed_capacity_s)
+                    .filter(|m| m.is_finite());
+            }
+        } else if out.steps_kept > 0.0 {
+            out.notes.push(
+                "MFU not measured: a kept row has no FLOPs or the devices' peak is unknown".into(),
+            );
+        }
+        out.device_hours_lost = match (w.run_devices, elapsed) {
+            (Some(n), Some(e)) if w.one_count => Some(n * (e - productive) / 3600.0),
+            (Some(_), Some(_)) => Some((elapsed_device_s - self.productive_device_s) / 3600.0),
+            _ => None,
+        };
+        debug_assert_eq!(self.row, w.rows, "the rows the survey saw");
+        no_impossible_figure(&mut out);
+        out
     }
-    out.device_hours_lost = match (run_devices, elapsed) {
-        (Some(n), Some(e)) if one_count => Some(n * (e - productive) / 3600.0),
-        (Some(_), Some(_)) => Some((elapsed_device_s - productive_device_s) / 3600.0),
-        _ => None,
-    };
-    no_impossible_figure(&mut out);
-    out
 }
 
 /// Leaves empty, with a note naming the evidence that conflicts, every figure that cannot be: a

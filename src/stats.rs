@@ -1,6 +1,14 @@
 //! Order statistics of `f64`s in linear time (`select_nth_unstable`): the medians that goodput, the
 //! audit, the compute stage and the console reader's evidence take, over as many values as a log has
 //! rows. NaN sorts after every number (`total_cmp`).
+//!
+//! [`Counted`] holds the same values by distinct value, for the commands that fold a large console log
+//! window by window: a log prints its figures with a few digits, so the millions of rows of a 4 GiB log
+//! hold a few thousand distinct values of each (docs/memory.md). Its medians are the very values
+//! [`median`] gives. [`ExactSum`] sums without rounding until the end, so a mean over values folded in
+//! any order is the same to the last bit.
+
+use polars::prelude::PlHashMap;
 
 /// The median of `values` (reordered in place): the mean of the middle two of an even count; `None`
 /// when empty.
@@ -27,9 +35,216 @@ pub fn upper_middle(values: &mut [f64]) -> Option<f64> {
     (n > 0).then(|| *values.select_nth_unstable_by(n / 2, f64::total_cmp).1)
 }
 
+/// Values by how often each was seen (keyed by their bits: `-0.0` and `0.0` apart, as `total_cmp` has
+/// them): the order statistics of as many values as a log has rows, in memory of its distinct values.
+#[derive(Debug, Clone, Default)]
+pub struct Counted {
+    counts: PlHashMap<u64, u64>,
+    len: u64,
+}
+
+impl Counted {
+    pub fn push(&mut self, value: f64) {
+        self.push_times(value, 1);
+    }
+
+    /// Counts `value` `times` times.
+    pub fn push_times(&mut self, value: f64, times: u64) {
+        if times > 0 {
+            *self.counts.entry(value.to_bits()).or_insert(0) += times;
+            self.len += times;
+        }
+    }
+
+    /// Values counted, each as often as it was seen.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Distinct values.
+    pub fn distinct(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The distinct values in `total_cmp` order, each with its count.
+    pub fn sorted(&self) -> Vec<(f64, u64)> {
+        let mut out: Vec<(f64, u64)> = self
+            .counts
+            .iter()
+            .map(|(bits, n)| (f64::from_bits(*bits), *n))
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        out
+    }
+
+    /// The median, as [`median`] gives it over the values one by one.
+    pub fn median(&self) -> Option<f64> {
+        median_of_sorted(&self.sorted(), self.len)
+    }
+
+    /// Whether every value equals every other (true when empty), as comparing each with the first says.
+    pub fn all_equal(&self) -> bool {
+        let mut values = self.counts.keys().map(|b| f64::from_bits(*b));
+        let Some(first) = values.next() else {
+            return true;
+        };
+        // NaN equals nothing, itself included; 0.0 and -0.0 are equal though their bits differ.
+        (!first.is_nan() || self.len == 1) && values.all(|v| v == first)
+    }
+}
+
+/// The median of sorted distinct values with their counts (`len` in all): the middle value, or the
+/// mean of the middle two of an even count.
+pub fn median_of_sorted(sorted: &[(f64, u64)], len: u64) -> Option<f64> {
+    if len == 0 {
+        return None;
+    }
+    let at = |position: u64| {
+        let mut seen = 0;
+        for (value, n) in sorted {
+            seen += n;
+            if position < seen {
+                return *value;
+            }
+        }
+        f64::NAN
+    };
+    let middle = at(len / 2);
+    Some(if len % 2 == 1 {
+        middle
+    } else {
+        (at(len / 2 - 1) + middle) / 2.0
+    })
+}
+
+/// A sum of `f64`s kept exactly (Shewchuk's non-overlapping partials, as Python's `math.fsum`) and
+/// rounded once, correctly, at the end: the same bits whatever order the values come in.
+#[derive(Debug, Clone, Default)]
+pub struct ExactSum {
+    partials: Vec<f64>,
+}
+
+impl ExactSum {
+    pub fn add(&mut self, value: f64) {
+        let mut x = value;
+        let mut kept = 0;
+        for j in 0..self.partials.len() {
+            let mut y = self.partials[j];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let high = x + y;
+            let low = y - (high - x);
+            if low != 0.0 {
+                self.partials[kept] = low;
+                kept += 1;
+            }
+            x = high;
+        }
+        self.partials.truncate(kept);
+        self.partials.push(x);
+    }
+
+    /// Adds `value` `times` times, exactly: the product and its rounding error (a fused multiply-add).
+    pub fn add_times(&mut self, value: f64, times: u64) {
+        let times = times as f64;
+        let product = value * times;
+        self.add(product);
+        if product.is_finite() {
+            self.add(value.mul_add(times, -product));
+        }
+    }
+
+    /// The sum, correctly rounded.
+    pub fn value(&self) -> f64 {
+        let p = &self.partials;
+        let Some(mut i) = p.len().checked_sub(1) else {
+            return 0.0;
+        };
+        let mut high = p[i];
+        let mut low = 0.0;
+        while i > 0 {
+            i -= 1;
+            let x = high;
+            let y = p[i];
+            high = x + y;
+            low = y - (high - x);
+            if low != 0.0 {
+                break;
+            }
+        }
+        // A half-way case: the partials below decide which way it rounds.
+        if i > 0 && ((low < 0.0 && p[i - 1] < 0.0) || (low > 0.0 && p[i - 1] > 0.0)) {
+            let y = low * 2.0;
+            let x = high + y;
+            if y == x - high {
+                high = x;
+            }
+        }
+        high
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counted_medians_are_the_medians_of_the_values_one_by_one() {
+        let values = [3.0, 1.0, 2.0, 2.0, 9.0, 1.0, 2.5, -0.0, 0.0, 7.25];
+        for n in 0..=values.len() {
+            let mut one_by_one = values[..n].to_vec();
+            let mut counted = Counted::default();
+            values[..n].iter().for_each(|v| counted.push(*v));
+            assert_eq!(counted.len(), n as u64);
+            assert_eq!(
+                counted.median().map(f64::to_bits),
+                median(&mut one_by_one).map(f64::to_bits),
+                "{n} values"
+            );
+        }
+        let mut counted = Counted::default();
+        counted.push_times(4.0, 3);
+        counted.push(1.0);
+        assert_eq!((counted.median(), counted.distinct()), (Some(4.0), 2));
+        assert!(!counted.all_equal());
+        let mut zeros = Counted::default();
+        zeros.push(0.0);
+        zeros.push(-0.0);
+        assert!(zeros.all_equal());
+        let mut nans = Counted::default();
+        nans.push_times(f64::NAN, 2);
+        assert!(!nans.all_equal());
+    }
+
+    #[test]
+    fn an_exact_sum_is_the_same_in_any_order_and_correctly_rounded() {
+        let mut sum = ExactSum::default();
+        for v in [1e100, 1.0, -1e100, 1e-20] {
+            sum.add(v);
+        }
+        assert_eq!(sum.value(), 1.0 + 1e-20);
+        // 0.1 ten times: 0.9999999999999999 summed one by one, 1 rounded once.
+        let mut tenths = ExactSum::default();
+        (0..10).for_each(|_| tenths.add(0.1));
+        assert_eq!(tenths.value(), 1.0);
+        let mut times = ExactSum::default();
+        times.add_times(0.1, 10);
+        assert_eq!(times.value(), tenths.value());
+        let values: Vec<f64> = (1..2000)
+            .map(|i| 1.0 / i as f64 + (i % 7) as f64 * 1e-3)
+            .collect();
+        let (mut forward, mut backward) = (ExactSum::default(), ExactSum::default());
+        values.iter().for_each(|v| forward.add(*v));
+        values.iter().rev().for_each(|v| backward.add(*v));
+        assert_eq!(forward.value().to_bits(), backward.value().to_bits());
+        assert!((forward.value() - values.iter().sum::<f64>()).abs() < 1e-12);
+        assert_eq!(ExactSum::default().value(), 0.0);
+    }
 
     #[test]
     fn medians_of_odd_and_even_counts_are_the_sorted_ones() {

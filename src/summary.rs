@@ -415,25 +415,39 @@ pub fn step_spans(runs: &RunIndex, steps: &[Option<f64>]) -> Vec<f64> {
             let Some(step) = steps[row] else { continue };
             let before = i.checked_sub(1).and_then(|j| steps[rows[j]]);
             let after = rows.get(i + 1).and_then(|&r| steps[r]);
-            spans[row] = match (before, after) {
-                (Some(b), _) if step > b => step - b,
-                (Some(b), _) if step == b => 1.0,
-                (_, Some(a)) if a > step && step >= a - step => a - step,
-                (_, Some(a)) if a > step => 1.0,
-                _ => match usual_gap {
-                    Some(k) if step >= k && (step / k).fract() == 0.0 => k,
-                    _ => 1.0,
-                },
-            };
+            spans[row] = span_by_neighbours(step, before, after)
+                .unwrap_or_else(|| span_by_usual_gap(step, usual_gap));
         }
     }
     spans
 }
 
+/// The steps a row at `step` stands for as the steps of the rows just before and after it in its run
+/// tell (see [`step_spans`]); `None` where neither does, and the run's most common gap decides
+/// ([`span_by_usual_gap`]).
+pub fn span_by_neighbours(step: f64, before: Option<f64>, after: Option<f64>) -> Option<f64> {
+    match (before, after) {
+        (Some(b), _) if step > b => Some(step - b),
+        (Some(b), _) if step == b => Some(1.0),
+        (_, Some(a)) if a > step && step >= a - step => Some(a - step),
+        (_, Some(a)) if a > step => Some(1.0),
+        _ => None,
+    }
+}
+
+/// The steps a row at `step` stands for where its neighbours do not tell: the run's most common gap
+/// where its step is a multiple of it, else one.
+pub fn span_by_usual_gap(step: f64, usual_gap: Option<f64>) -> f64 {
+    match usual_gap {
+        Some(k) if step >= k && (step / k).fract() == 0.0 => k,
+        _ => 1.0,
+    }
+}
+
 /// The most common step gap between consecutive rows that move forward (the smaller on a tie), where
 /// one is seen at least twice.
 fn most_common_gap(steps: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let mut gaps: Vec<f64> = Vec::new();
+    let mut gaps = crate::stats::Counted::default();
     let mut before: Option<f64> = None;
     for step in steps {
         if let (Some(b), Some(s)) = (before, step) {
@@ -443,11 +457,15 @@ fn most_common_gap(steps: impl Iterator<Item = Option<f64>>) -> Option<f64> {
         }
         before = step.or(before);
     }
-    gaps.sort_by(f64::total_cmp);
-    let mut best: Option<(f64, usize)> = None;
-    for run in gaps.chunk_by(|a, b| a == b) {
-        if run.len() >= 2 && best.is_none_or(|(_, n)| run.len() > n) {
-            best = Some((run[0], run.len()));
+    most_common_gap_of(&gaps)
+}
+
+/// [`most_common_gap`] of the gaps counted by value.
+pub fn most_common_gap_of(gaps: &crate::stats::Counted) -> Option<f64> {
+    let mut best: Option<(f64, u64)> = None;
+    for (gap, n) in gaps.sorted() {
+        if n >= 2 && best.is_none_or(|(_, most)| n > most) {
+            best = Some((gap, n));
         }
     }
     best.map(|(gap, _)| gap)

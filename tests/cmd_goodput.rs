@@ -902,7 +902,9 @@ fn reading_said(said: &str) -> Vec<String> {
     said.lines()
         .filter(|l| !l.contains(": read in windows: "))
         .map(|l| {
-            let l = l.replace(", their rows put together", "");
+            let l = l
+                .replace(", their rows put together", "")
+                .replace(", folded window by window", "");
             let l = match (l.find(", read in windows ("), l.find(", read whole (")) {
                 (Some(at), _) | (None, Some(at)) => {
                     let end = l[at..].find(");").map_or(l.len(), |e| at + e + 2);
@@ -940,6 +942,14 @@ fn a_large_log_read_in_windows_gives_the_goodput_summary_and_audit_read_whole_gi
         );
         assert_eq!(windowed, whole, "{command}");
         assert_eq!(reading_said(&said), reading_said(&said_whole), "{command}");
+        // goodput and audit fold the windows (their rows never held at once); summary puts them
+        // together.
+        let how = if command == "summary" {
+            "their rows put together"
+        } else {
+            "folded window by window"
+        };
+        assert!(said.contains(how), "{command}: {said}");
     }
     // Compressed, judged by its size once decompressed: the same.
     let zst =
@@ -1035,4 +1045,38 @@ fn real_logs_read_in_windows_give_what_they_give_read_whole_where_the_reading_is
     }
     eprintln!("{same} readings in windows alike");
     assert!(same >= 15, "{same} readings in windows alike");
+}
+
+#[test]
+fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
+    // A relaunch in the head (step 300 back to 251) lets the windows read later ones: attempt 3 goes
+    // back from 1500 to 1401 inside the windows. Goodput folds the windows twice (a survey, then the
+    // accounts) and gives the whole read's bytes: 3 attempts, the steps redone by each relaunch.
+    let wd = Workdir::new("goodput_windows_relaunched");
+    wd.create(
+        "train.log",
+        torchtitan_log(&[(1, 300, 0), (251, 1500, 600), (1401, 3000, 300)]),
+    );
+    let sizes = Some("65536,500,32,16384");
+    for command in ["goodput", "audit"] {
+        let (whole, _) = in_windows(&wd, command, "train.log", None);
+        let (windowed, said) = in_windows(&wd, command, "train.log", sizes);
+        assert!(
+            said.contains("folded window by window"),
+            "{command}: {said}"
+        );
+        assert_eq!(windowed, whole, "{command}");
+    }
+    let rows = ok_csv(
+        wd.mfu()
+            .env("MFU_CONSOLE_WINDOWS", "65536,500,32,16384")
+            .args(["goodput", "train.log", "--format", "csv"])
+            .args(FLAGS),
+    );
+    assert_eq!(number(&rows[0], "attempts"), 3.0);
+    // Steps 251..=300 and 1401..=1500 ran twice.
+    assert_eq!(number(&rows[0], "steps_redone"), 150.0);
+    assert_eq!(number(&rows[0], "steps_kept"), 3000.0);
+    let recovery = number(&rows[0], "recovery_s");
+    assert!((recovery - 900.0).abs() < 1.0, "{recovery}");
 }

@@ -13,9 +13,11 @@ pub mod lookups;
 
 use std::sync::OnceLock;
 
+use polars::prelude::PlHashMap;
 use serde::Deserialize;
 
 use crate::peaks::precision::Dtype;
+use crate::stats::Counted;
 use lookups::Emulated;
 
 /// How a framework writes its MFU.
@@ -225,12 +227,6 @@ pub struct Audit {
     pub notes: Vec<String>,
 }
 
-/// The median of the finite `values` (goodput's, in linear time).
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|v| v.is_finite());
-    crate::stats::median(&mut values)
-}
-
 fn positive(v: Option<f64>) -> Option<f64> {
     v.filter(|v| v.is_finite() && *v > 0.0)
 }
@@ -264,194 +260,245 @@ fn pct(fraction: f64) -> String {
 
 /// The audit of a run by `framework` whose rows are `rows`.
 pub fn audit(framework: &Framework, figure: &str, run: &Run, rows: &[Row]) -> Audit {
-    let mut out = Audit {
-        framework: framework.name.clone(),
-        figure: figure.to_string(),
-        ..Audit::default()
-    };
-    let logged: Vec<&Row> = rows.iter().filter(|r| r.is_logged()).collect();
-    out.rows = logged.len();
-    out.placeholder_rows = logged
-        .iter()
-        .filter(|r| r.mfu_logged.is_some_and(|m| m < 0.0))
-        .count();
-    // Above 100%, or TFLOP/s above the device's peak: more than the device can do.
-    out.impossible_rows = logged
-        .iter()
-        .filter(
-            |r| match (r.mfu_logged, positive(r.tflops_logged), positive(r.peak)) {
-                (Some(m), _, _) => m > 1.0,
-                (None, Some(t), Some(p)) => t * 1e12 > p,
-                _ => false,
-            },
-        )
-        .count();
-    let mfu_logged_of = |r: &Row| positive(r.mfu_logged);
-    out.mfu_logged = median(logged.iter().filter_map(|r| mfu_logged_of(r)).collect());
-    out.tflops_logged = median(
-        logged
-            .iter()
-            .filter_map(|r| positive(r.tflops_logged))
-            .collect(),
-    );
+    let mut folded = Folded::default();
+    rows.iter().for_each(|r| folded.push(r));
+    folded.audit(framework, figure, run)
+}
 
-    out.peak = median(logged.iter().filter_map(|r| positive(r.peak)).collect());
-    // The framework's own lookup on this device (mfu's callbacks look the peak up in mfu's table).
-    let emulated: Option<(&lookups::Lookup, Emulated)> = framework
-        .lookup
-        .as_deref()
-        .and_then(lookups::lookup)
-        .and_then(|l| {
-            let device = run
-                .device
-                .as_deref()
-                .or((!l.needs_device()).then_some(""))?;
-            Some((l, l.peak(device, run.dtype)))
-        });
-    if framework.lookup.as_deref() == Some(OWN_TABLE) {
-        out.peak_emulated = out.peak;
-        out.emulation =
-            Some("mfu's own peak table, as mfu enrich resolves the run's device".into());
-    } else if let Some((l, e)) = &emulated {
-        out.peak_emulated = e.peak;
-        out.emulation = Some(format!("{}: {}", l.source, e.why));
-    } else if framework.lookup.is_some() && run.device.is_none() {
-        out.notes.push(format!(
-            "{}'s own peak lookup not run: the log names no device (give --device)",
-            framework.name
-        ));
+/// What the audit weighs of a run's rows (those with the framework's figure), folded one row at a
+/// time: counts, and each median's values by distinct value ([`Counted`]), so a console log read in
+/// windows is audited without its rows in memory. A figure that needs the peak the framework used (known
+/// once every row is in) keeps the pair of values it is worked out from.
+#[derive(Debug, Clone, Default)]
+pub struct Folded {
+    rows: usize,
+    placeholder_rows: usize,
+    impossible_rows: usize,
+    mfu_logged: Counted,
+    tflops_logged: Counted,
+    peak: Counted,
+    /// The peak each row's TFLOP/s and MFU imply.
+    inferred: Counted,
+    /// FLOPs per token from each row's TFLOP/s over its rate.
+    tflops_per_rate: Counted,
+    /// Rows with a logged MFU and a rate: (MFU, rate) by their bits, whether the row has TFLOP/s too,
+    /// and how many.
+    mfu_and_rate: PlHashMap<(u64, u64, bool), u64>,
+    mfu: Counted,
+    flops_per_token: Counted,
+    ratio: Counted,
+}
+
+/// A finite value counted (the medians are of finite values).
+fn count_finite(counted: &mut Counted, value: Option<f64>) {
+    if let Some(v) = value.filter(|v| v.is_finite()) {
+        counted.push(v);
     }
-    // The peak the framework divided by: what the user says, else what the log's own figures imply,
-    // else the framework's lookup.
-    let inferred = median(
-        logged
-            .iter()
-            .filter_map(|r| Some(positive(r.tflops_logged)? * 1e12 / mfu_logged_of(r)?))
-            .collect(),
-    );
-    let announced = run
-        .announced_peak
-        .as_ref()
-        .and_then(|(p, origin)| Some((positive(Some(*p))?, origin)));
-    (out.peak_logged, out.peak_logged_from) = if let Some(p) = positive(run.logged_peak_flops) {
-        (Some(p), Some("--logged-peak-flops".into()))
-    } else if let Some((p, origin)) = announced {
-        (Some(p), Some(format!("the log says so: {origin}")))
-    } else if let Some(p) = inferred {
-        // Where the framework's lookup gives what its figures imply (to rounding), its exact value.
-        match out.peak_emulated.filter(|e| (p / e - 1.0).abs() <= 0.01) {
-            Some(e) => (
-                Some(e),
-                Some(format!(
-                    "the log's own figures ({figure}), as {}'s lookup gives",
-                    framework.name
-                )),
-            ),
-            None => (Some(p), Some(format!("the log's own figures: {figure}"))),
+}
+
+impl Folded {
+    /// Weighs one row (one without the framework's figure is passed over).
+    pub fn push(&mut self, r: &Row) {
+        if !r.is_logged() {
+            return;
         }
-    } else if let Some((l, e)) = emulated.as_ref().filter(|(_, e)| e.peak.is_some()) {
-        (
-            e.peak,
-            Some(format!(
-                "{}'s lookup emulated ({})",
-                framework.name, l.source
-            )),
-        )
-    } else if let Some(p) = out.peak_emulated {
-        (Some(p), Some("mfu's own peak table".into()))
-    } else {
-        (None, None)
-    };
-    if let (Some((a, _)), Some(e)) = (announced, out.peak_emulated) {
-        if (a / e - 1.0).abs() > 0.001 {
+        self.rows += 1;
+        if r.mfu_logged.is_some_and(|m| m < 0.0) {
+            self.placeholder_rows += 1;
+        }
+        // Above 100%, or TFLOP/s above the device's peak: more than the device can do.
+        let impossible = match (r.mfu_logged, positive(r.tflops_logged), positive(r.peak)) {
+            (Some(m), _, _) => m > 1.0,
+            (None, Some(t), Some(p)) => t * 1e12 > p,
+            _ => false,
+        };
+        if impossible {
+            self.impossible_rows += 1;
+        }
+        let (mfu_logged, tflops) = (positive(r.mfu_logged), positive(r.tflops_logged));
+        let rate = positive(r.tokens_per_second_per_device);
+        count_finite(&mut self.mfu_logged, mfu_logged);
+        count_finite(&mut self.tflops_logged, tflops);
+        count_finite(&mut self.peak, positive(r.peak));
+        count_finite(
+            &mut self.inferred,
+            tflops.zip(mfu_logged).map(|(t, m)| t * 1e12 / m),
+        );
+        count_finite(
+            &mut self.tflops_per_rate,
+            tflops.zip(rate).map(|(t, rate)| t * 1e12 / rate),
+        );
+        if let (Some(m), Some(rate)) = (mfu_logged, rate) {
+            *self
+                .mfu_and_rate
+                .entry((m.to_bits(), rate.to_bits(), tflops.is_some()))
+                .or_insert(0) += 1;
+        }
+        count_finite(&mut self.mfu, positive(r.mfu));
+        count_finite(&mut self.flops_per_token, positive(r.flops_per_token));
+        count_finite(
+            &mut self.ratio,
+            positive(r.mfu).zip(mfu_logged).map(|(m, l)| m / l),
+        );
+    }
+
+    /// A median of values each (MFU, rate) pair gives, counted as often as the pair was seen; `with_tflops`
+    /// says which rows' pairs count (`None`: all).
+    fn pairs(&self, with_tflops: Option<bool>, value: impl Fn(f64, f64) -> f64) -> Counted {
+        let mut out = Counted::default();
+        for (&(m, rate, tflops), &n) in &self.mfu_and_rate {
+            if with_tflops.is_none_or(|w| w == tflops) {
+                let v = value(f64::from_bits(m), f64::from_bits(rate));
+                if v.is_finite() {
+                    out.push_times(v, n);
+                }
+            }
+        }
+        out
+    }
+
+    /// The audit of the rows folded, of a run by `framework`.
+    pub fn audit(&self, framework: &Framework, figure: &str, run: &Run) -> Audit {
+        let mut out = Audit {
+            framework: framework.name.clone(),
+            figure: figure.to_string(),
+            rows: self.rows,
+            placeholder_rows: self.placeholder_rows,
+            impossible_rows: self.impossible_rows,
+            ..Audit::default()
+        };
+        out.mfu_logged = self.mfu_logged.median();
+        out.tflops_logged = self.tflops_logged.median();
+        out.peak = self.peak.median();
+        // The framework's own lookup on this device (mfu's callbacks look the peak up in mfu's table).
+        let emulated: Option<(&lookups::Lookup, Emulated)> = framework
+            .lookup
+            .as_deref()
+            .and_then(lookups::lookup)
+            .and_then(|l| {
+                let device = run
+                    .device
+                    .as_deref()
+                    .or((!l.needs_device()).then_some(""))?;
+                Some((l, l.peak(device, run.dtype)))
+            });
+        if framework.lookup.as_deref() == Some(OWN_TABLE) {
+            out.peak_emulated = out.peak;
+            out.emulation =
+                Some("mfu's own peak table, as mfu enrich resolves the run's device".into());
+        } else if let Some((l, e)) = &emulated {
+            out.peak_emulated = e.peak;
+            out.emulation = Some(format!("{}: {}", l.source, e.why));
+        } else if framework.lookup.is_some() && run.device.is_none() {
             out.notes.push(format!(
+                "{}'s own peak lookup not run: the log names no device (give --device)",
+                framework.name
+            ));
+        }
+        // The peak the framework divided by: what the user says, else what the log's own figures imply,
+        // else the framework's lookup.
+        let inferred = self.inferred.median();
+        let announced = run
+            .announced_peak
+            .as_ref()
+            .and_then(|(p, origin)| Some((positive(Some(*p))?, origin)));
+        (out.peak_logged, out.peak_logged_from) = if let Some(p) = positive(run.logged_peak_flops) {
+            (Some(p), Some("--logged-peak-flops".into()))
+        } else if let Some((p, origin)) = announced {
+            (Some(p), Some(format!("the log says so: {origin}")))
+        } else if let Some(p) = inferred {
+            // Where the framework's lookup gives what its figures imply (to rounding), its exact value.
+            match out.peak_emulated.filter(|e| (p / e - 1.0).abs() <= 0.01) {
+                Some(e) => (
+                    Some(e),
+                    Some(format!(
+                        "the log's own figures ({figure}), as {}'s lookup gives",
+                        framework.name
+                    )),
+                ),
+                None => (Some(p), Some(format!("the log's own figures: {figure}"))),
+            }
+        } else if let Some((l, e)) = emulated.as_ref().filter(|(_, e)| e.peak.is_some()) {
+            (
+                e.peak,
+                Some(format!(
+                    "{}'s lookup emulated ({})",
+                    framework.name, l.source
+                )),
+            )
+        } else if let Some(p) = out.peak_emulated {
+            (Some(p), Some("mfu's own peak table".into()))
+        } else {
+            (None, None)
+        };
+        if let (Some((a, _)), Some(e)) = (announced, out.peak_emulated) {
+            if (a / e - 1.0).abs() > 0.001 {
+                out.notes.push(format!(
                 "the log announces a peak of {} TFLOP/s where {}'s lookup gives {} for '{}': the announcement wins (a lookup of another version, a device property, or a name the log does not show)",
                 tf(a),
                 framework.name,
                 tf(e),
                 run.device.as_deref().unwrap_or_default()
             ));
+            }
         }
-    }
-    if let (Some(i), Some(e)) = (inferred, out.peak_emulated) {
-        if (i / e - 1.0).abs() > 0.01 {
-            out.notes.push(format!(
+        if let (Some(i), Some(e)) = (inferred, out.peak_emulated) {
+            if (i / e - 1.0).abs() > 0.01 {
+                out.notes.push(format!(
                 "the log's figures imply a peak of {} TFLOP/s, {}'s lookup gives {} for this device: a lookup of another version, or another device name",
                 tf(i),
                 framework.name,
                 tf(e)
             ));
+            }
         }
-    }
-    // The framework's FLOPs per token: its TFLOP/s over the rate, else its MFU times its peak.
-    out.flops_per_token_logged = median(
-        logged
-            .iter()
-            .filter_map(|r| {
-                let rate = positive(r.tokens_per_second_per_device)?;
-                match (positive(r.tflops_logged), mfu_logged_of(r), out.peak_logged) {
-                    (Some(t), _, _) => Some(t * 1e12 / rate),
-                    (None, Some(m), Some(p)) => Some(m * p / rate),
-                    _ => None,
-                }
-            })
-            .collect(),
-    );
-    out.mfu = median(logged.iter().filter_map(|r| positive(r.mfu)).collect());
-    out.flops_per_token = median(
-        logged
-            .iter()
-            .filter_map(|r| positive(r.flops_per_token))
-            .collect(),
-    );
-    out.ratio = median(
-        logged
-            .iter()
-            .filter_map(|r| Some(positive(r.mfu)? / mfu_logged_of(r)?))
-            .collect(),
-    );
-    out.peak_factor = out.peak_logged.zip(out.peak).map(|(l, p)| l / p);
-    out.numerator_factor = out
-        .flops_per_token
-        .zip(out.flops_per_token_logged)
-        .map(|(f, l)| f / l);
-    out.mfu_logged_rebased = match (out.mfu_logged, out.tflops_logged, out.peak_factor, out.peak) {
-        (Some(m), _, Some(k), _) => Some(m * k),
-        (None, Some(t), _, Some(p)) => Some(t * 1e12 / p),
-        _ => None,
-    };
-    if out.peak_logged.is_none() && out.mfu_logged.is_some() && framework.lookup.is_none() {
-        out.notes.push(
-            "the peak the logged MFU divides by is not known: give it with --logged-peak-flops"
-                .into(),
-        );
-    }
-    if let (None, Some(m), Some(f)) = (out.peak_logged, out.mfu_logged, out.flops_per_token) {
-        let implied = median(
-            logged
-                .iter()
-                .filter_map(|r| {
-                    Some(f * positive(r.tokens_per_second_per_device)? / mfu_logged_of(r)?)
-                })
-                .collect(),
-        );
-        if let Some(p) = implied {
-            out.notes.push(format!(
+        // The framework's FLOPs per token: its TFLOP/s over the rate, else its MFU times its peak.
+        let mut per_token = self.tflops_per_rate.clone();
+        if let Some(p) = out.peak_logged {
+            for (v, n) in self.pairs(Some(false), |m, rate| m * p / rate).sorted() {
+                per_token.push_times(v, n);
+            }
+        }
+        out.flops_per_token_logged = per_token.median();
+        out.mfu = self.mfu.median();
+        out.flops_per_token = self.flops_per_token.median();
+        out.ratio = self.ratio.median();
+        out.peak_factor = out.peak_logged.zip(out.peak).map(|(l, p)| l / p);
+        out.numerator_factor = out
+            .flops_per_token
+            .zip(out.flops_per_token_logged)
+            .map(|(f, l)| f / l);
+        out.mfu_logged_rebased =
+            match (out.mfu_logged, out.tflops_logged, out.peak_factor, out.peak) {
+                (Some(m), _, Some(k), _) => Some(m * k),
+                (None, Some(t), _, Some(p)) => Some(t * 1e12 / p),
+                _ => None,
+            };
+        if out.peak_logged.is_none() && out.mfu_logged.is_some() && framework.lookup.is_none() {
+            out.notes.push(
+                "the peak the logged MFU divides by is not known: give it with --logged-peak-flops"
+                    .into(),
+            );
+        }
+        if let (None, Some(m), Some(f)) = (out.peak_logged, out.mfu_logged, out.flops_per_token) {
+            if let Some(p) = self.pairs(None, |m, rate| f * rate / m).median() {
+                out.notes.push(format!(
                 "the peak {} divided by is not known; had it counted mfu's {f:.3e} FLOPs per token, its {} MFU implies a peak of {} TFLOP/s",
                 framework.name,
                 pct(m),
                 tf(p)
             ));
+            }
         }
+        if out.placeholder_rows > 0 {
+            out.notes.push(format!(
+                "{} row(s) log a negative MFU, {}'s placeholder where it computed none: left out",
+                out.placeholder_rows, framework.name
+            ));
+        }
+        out.verdict = verdict(framework, run, &out);
+        out
     }
-    if out.placeholder_rows > 0 {
-        out.notes.push(format!(
-            "{} row(s) log a negative MFU, {}'s placeholder where it computed none: left out",
-            out.placeholder_rows, framework.name
-        ));
-    }
-    out.verdict = verdict(framework, run, &out);
-    out
 }
 
 /// The audit in a sentence a person can paste into a ticket.

@@ -5,12 +5,17 @@ use std::process::ExitCode;
 use clap::Args;
 
 use mfu::pipeline::audit::{
-    audit_runs, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit, AUDIT_COLUMNS,
+    audit_runs, audit_windows, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit,
+    AUDIT_COLUMNS,
 };
+use mfu::pipeline::{Observer, Plan};
+use mfu::read::Input;
 use mfu::write::OutputFormat;
 
 use super::source::SourceArgs;
-use super::{aligned_table, key_cells, run_per_run, RunsFormat, RunsOutput, RunsOutputArgs};
+use super::{
+    aligned_table, key_cells, run_per_run_folding, Gathered, RunsFormat, RunsOutput, RunsOutputArgs,
+};
 
 /// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
 ///
@@ -58,9 +63,16 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // A log with a figure but no FLOPs count is still audited (the peak half), so no field is required.
     let mut options = args.source.options(None);
     options.optional_fields = true;
-    run_per_run(&args.source, &options, &args.out, |loaded, format| {
-        let logged_peak = args.source.logged_peak_flops;
-        let (key_names, runs) = audit_runs(&loaded, &args.by, logged_peak, args.per_row)?;
+    let logged_peak = args.source.logged_peak_flops;
+    // One large console log is folded window by window, its rows never held at once.
+    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
+        audit_windows(plan, input, observer, &args.by, logged_peak, args.per_row)
+    };
+    run_per_run_folding(&args.source, &options, &args.out, fold, |inputs, format| {
+        let (key_names, runs) = match inputs {
+            Gathered::Folded(audited) => audited,
+            Gathered::Loaded(loaded) => audit_runs(&loaded, &args.by, logged_peak, args.per_row)?,
+        };
         if args.per_row {
             let rows = audited_rows(&runs);
             return Ok(match format {

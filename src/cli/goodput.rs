@@ -4,10 +4,14 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mfu::pipeline::goodput::{goodput_runs_owned, to_frame, RunGoodput, GOODPUT_COLUMNS};
+use mfu::pipeline::goodput::{
+    goodput_runs_owned, goodput_windows, to_frame, RunGoodput, GOODPUT_COLUMNS,
+};
+use mfu::pipeline::{Observer, Plan};
+use mfu::read::Input;
 
 use super::source::SourceArgs;
-use super::{aligned_table, key_cells, run_per_run, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, key_cells, run_per_run_folding, Gathered, RunsOutput, RunsOutputArgs};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -47,8 +51,15 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     options.optional_fields = true;
     // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
     options.every_attempt = true;
-    run_per_run(&args.source, &options, &args.out, |loaded, format| {
-        let (key_names, runs) = goodput_runs_owned(loaded, &args.by)?;
+    // One large console log is read twice in windows, its rows never held at once.
+    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
+        goodput_windows(plan, input, observer, &args.by)
+    };
+    run_per_run_folding(&args.source, &options, &args.out, fold, |inputs, format| {
+        let (key_names, runs) = match inputs {
+            Gathered::Folded(measured) => measured,
+            Gathered::Loaded(loaded) => goodput_runs_owned(loaded, &args.by)?,
+        };
         RunsOutput::of(
             format,
             || table_text(&key_names, &runs),

@@ -19,6 +19,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use mfu::peaks::{Dtype, PeakTable, ResolveOptions, Resolver};
+use mfu::pipeline::windowed::WindowsRead;
+use mfu::pipeline::Observer;
 
 /// Honest MFU from the logs of finished training runs.
 ///
@@ -228,6 +230,39 @@ pub fn run_per_run(
     out: &RunsOutputArgs,
     produce: impl FnOnce(Vec<(String, mfu::pipeline::Loaded)>, RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
+    run_per_run_folding(
+        source,
+        options,
+        out,
+        |_, _, _| Ok(None::<((), WindowsRead)>),
+        |inputs, format| match inputs {
+            Gathered::Loaded(loaded) => produce(loaded, format),
+            Gathered::Folded(()) => unreachable!("this command folds no windows"),
+        },
+    )
+}
+
+/// What a per-run command works on: its inputs read whole, or its one input, a large console log,
+/// folded window by window by the command's own fold.
+pub enum Gathered<T> {
+    Loaded(Vec<(String, mfu::pipeline::Loaded)>),
+    Folded(T),
+}
+
+/// [`run_per_run`] for a command that folds a large console log window by window: where the plan has
+/// one input, `fold` is tried first (`Ok(None)`: it is no such log, or its windows stopped, and it is read
+/// whole as before); what it says (`-v`, warnings) is said as a whole read's is.
+pub fn run_per_run_folding<T>(
+    source: &source::SourceArgs,
+    options: &mfu::pipeline::Options,
+    out: &RunsOutputArgs,
+    fold: impl FnOnce(
+        &mfu::pipeline::Plan,
+        &mfu::read::Input,
+        &dyn mfu::pipeline::Observer,
+    ) -> Result<Option<(T, WindowsRead)>, mfu::pipeline::PipelineError>,
+    produce: impl FnOnce(Gathered<T>, RunsFormat) -> anyhow::Result<RunsOutput>,
+) -> anyhow::Result<ExitCode> {
     // `-o -` is standard output, as it is for `mfu enrich`, not a file named `-`.
     let output = out
         .output
@@ -244,13 +279,39 @@ pub fn run_per_run(
         None => output.map(std::path::Path::to_path_buf),
     };
     let replace = force || remote.is_some();
-    let (loaded, failed) = source::load_reported(&plan, source.report.quiet)?;
-    if loaded.is_empty() {
-        anyhow::bail!("no input could be read");
-    }
+    let folded = match plan.inputs.as_slice() {
+        [input] => {
+            let terminal = source::Terminal::new(1, source.report.quiet);
+            let folded = fold(&plan, input, &terminal)?;
+            if let Some((_, read)) = &folded {
+                for line in &read.verbose {
+                    terminal.on(mfu::pipeline::Event::Verbose(line));
+                }
+                terminal.on(mfu::pipeline::Event::InputDone { rows: read.rows });
+            }
+            terminal.finish();
+            folded
+        }
+        _ => None,
+    };
     let format = RunsFormat::chosen(format, output.as_deref());
+    let (inputs, failed) = match folded {
+        Some((folded, read)) => {
+            for w in &read.warnings {
+                eprintln!("mfu: warning: {w}");
+            }
+            (Gathered::Folded(folded), false)
+        }
+        None => {
+            let (loaded, failed) = source::load_reported(&plan, source.report.quiet)?;
+            if loaded.is_empty() {
+                anyhow::bail!("no input could be read");
+            }
+            (Gathered::Loaded(loaded), failed)
+        }
+    };
     // The inputs go to the command, which may let each go once it has what it needs of it.
-    match produce(loaded, format)? {
+    match produce(inputs, format)? {
         RunsOutput::Text(text) => write_text(output.as_deref(), &text, replace)?,
         RunsOutput::Frame(mut df, table) => {
             let metadata = vec![(

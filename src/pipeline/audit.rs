@@ -5,14 +5,17 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use crate::audit::{audit, recognise, unknown, Audit, Recognised, Row, Run, Unit};
+use crate::audit::{recognise, unknown, Audit, Folded, Recognised, Row, Run, Unit};
 use crate::columns::{FactValue, Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
-use crate::summary::RunIndex;
+use crate::summary::{GroupBy, RunIndex};
 
 use super::runs::run_groups;
+use super::windowed::FoldedRuns;
 use super::{Loaded, PipelineError};
+use super::{Observer, Plan};
+use crate::read::Input;
 
 /// The columns of one run's audit, after its key columns, in order.
 pub const AUDIT_COLUMNS: [&str; 24] = [
@@ -181,24 +184,64 @@ pub fn audit_runs(
     keep_rows: bool,
 ) -> Result<(Vec<String>, Vec<RunAudit>), PipelineError> {
     let (key_names, groups) = run_groups(loaded, by)?;
-    let combine = PipelineError::Combine;
-    // Each run: its framework (the first input's that names one), its rows, device and precision.
-    struct Gathered {
-        keys: Vec<Option<String>>,
-        recognised: Option<Recognised>,
-        /// The run's rows, and their steps where the rows are kept for `--rows` (a copy of the
-        /// rows for the audit took as much again: 340 MB of a summary of 1.1M rows).
-        rows: Vec<Row>,
-        steps: Vec<Option<f64>>,
-        device: Option<String>,
-        dtype: Option<String>,
-        announced_peak: Option<(f64, String)>,
-        sources: Vec<String>,
-        notes: Vec<String>,
-    }
-    let mut runs: Vec<Gathered> = Vec::new();
-    let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+    let mut runs = AuditRuns::new(logged_peak_flops, keep_rows);
     for ((display, l), group) in loaded.iter().zip(groups) {
+        runs.add(display, l, &group)?;
+    }
+    Ok((key_names, runs.finish()))
+}
+
+/// Each run's framework (the first input's that names one), the rows the audit weighs folded, device
+/// and precision.
+struct Gathered {
+    keys: Vec<Option<String>>,
+    recognised: Option<Recognised>,
+    folded: Folded,
+    /// The run's rows and their steps, only where they are kept for `--rows`.
+    rows: Vec<Row>,
+    steps: Vec<Option<f64>>,
+    device: Option<String>,
+    dtype: Option<String>,
+    announced_peak: Option<(f64, String)>,
+    sources: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The audits of runs whose rows come input by input ([`audit_runs`]), or window by window of one
+/// large console log ([`super::windowed`]): each input's (or window's) rows folded into its runs, the
+/// rows themselves kept only for `--rows`.
+pub struct AuditRuns {
+    runs: Vec<Gathered>,
+    index: HashMap<Vec<Option<String>>, usize>,
+    logged_peak_flops: Option<f64>,
+    keep_rows: bool,
+}
+
+impl AuditRuns {
+    pub fn new(logged_peak_flops: Option<f64>, keep_rows: bool) -> AuditRuns {
+        AuditRuns {
+            runs: Vec::new(),
+            index: HashMap::new(),
+            logged_peak_flops,
+            keep_rows,
+        }
+    }
+
+    /// Folds the rows of one input (called `display`), split into runs by `group`.
+    pub fn add(
+        &mut self,
+        display: &String,
+        l: &Loaded,
+        group: &GroupBy,
+    ) -> Result<(), PipelineError> {
+        let AuditRuns {
+            runs,
+            index,
+            keep_rows,
+            ..
+        } = self;
+        let keep_rows = *keep_rows;
+        let combine = PipelineError::Combine;
         let df = &l.enriched.frame;
         let v = &l.enriched.values;
         let columns: Vec<&str> = df.get_column_names().iter().map(|c| c.as_str()).collect();
@@ -221,7 +264,7 @@ pub fn audit_runs(
             .as_ref()
             .is_some_and(|r| std::ptr::eq(r.framework, unknown()));
         // Each row's run: the key columns' values, or the input itself.
-        let keys = RunIndex::of(df, display, &group).map_err(combine)?;
+        let keys = RunIndex::of(df, display, group).map_err(combine)?;
         let key_of = |row: usize| keys.key(row);
         // The run of each row, looked up again only where the key changes; a run met for the first
         // time in this input takes the input's framework, source and announced peak.
@@ -239,6 +282,7 @@ pub fn audit_runs(
                     runs.push(Gathered {
                         keys: key.clone(),
                         recognised: None,
+                        folded: Folded::default(),
                         rows: Vec::new(),
                         steps: Vec::new(),
                         device: None,
@@ -283,13 +327,13 @@ pub fn audit_runs(
         // An input without a framework figure only names its runs (to say there is nothing to audit).
         if recognised.is_none() {
             for row in 0..df.height() {
-                let at = run_of(row, &mut runs);
+                let at = run_of(row, runs);
                 let run = &mut runs[at];
                 if run.device.is_none() {
                     run.device = v.device.get(row).map(str::to_string);
                 }
             }
-            continue;
+            return Ok(());
         }
         // A column's numbers, divided by `per_unit` (100 where the framework writes its MFU in
         // percent); a figure written with its unit (`9.63%`) is text, read as `mfu enrich` reads a
@@ -335,25 +379,16 @@ pub fn audit_runs(
         let mfu = column(Some(MFU_WALL_CLOCK), 1.0).map_err(combine)?;
         let peak = column(Some(PEAK_FLOPS_PER_DEVICE), 1.0).map_err(combine)?;
         let rate = column(Some(TOKENS_PER_SECOND), 1.0).map_err(combine)?;
-        // Each of the input's runs' rows still to come: reserved at once rather than doubled as they
-        // come.
-        let kept = |row: usize| {
-            keep_rows
-                || Row {
-                    mfu_logged: logged.at(row),
-                    tflops_logged: tflops.at(row),
-                    ..Row::default()
-                }
-                .is_logged()
-        };
-        let mut left = vec![0usize; keys.keys.len()];
-        for row in 0..df.height() {
-            if kept(row) {
+        // Each of the input's runs' rows still to come, where `--rows` keeps them: reserved at once
+        // rather than doubled as they come.
+        let mut left = vec![0usize; if keep_rows { keys.keys.len() } else { 0 }];
+        if keep_rows {
+            for row in 0..df.height() {
                 left[keys.run(row)] += 1;
             }
         }
         for row in 0..df.height() {
-            let at = run_of(row, &mut runs);
+            let at = run_of(row, runs);
             let run = &mut runs[at];
             if run.device.is_none() {
                 run.device = v.device.get(row).map(str::to_string);
@@ -362,32 +397,36 @@ pub fn audit_runs(
                 run.dtype = v.dtype.get(row).map(str::to_string);
             }
             let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
-            // The audit weighs only the rows with the framework's figure; `--rows` shows every row.
-            if !kept(row) {
-                continue;
-            }
-            let left = &mut left[keys.run(row)];
-            if run.rows.capacity() == run.rows.len() {
-                run.rows.reserve_exact(*left);
-                if keep_rows {
-                    run.steps.reserve_exact(*left);
-                }
-            }
-            *left -= 1;
-            if keep_rows {
-                run.steps.push(v.steps.get(row).copied().flatten());
-            }
-            run.rows.push(Row {
+            let r = Row {
                 mfu_logged: logged.at(row),
                 tflops_logged: tflops.at(row),
                 tokens_per_second_per_device: rate.at(row).zip(devices).map(|(r, n)| r / n),
                 mfu: mfu.at(row),
                 peak: peak.at(row),
                 flops_per_token: v.flops_per_token.get(row),
-            });
+            };
+            // The audit weighs only the rows with the framework's figure (the fold passes over the
+            // rest); `--rows` shows every row.
+            run.folded.push(&r);
+            if !keep_rows {
+                continue;
+            }
+            let left = &mut left[keys.run(row)];
+            if run.rows.capacity() == run.rows.len() {
+                run.rows.reserve_exact(*left);
+                run.steps.reserve_exact(*left);
+            }
+            *left -= 1;
+            run.steps.push(v.steps.get(row).copied().flatten());
+            run.rows.push(r);
         }
+        Ok(())
     }
-    let audited = runs
+
+    /// Each run's audit, in order of first appearance.
+    pub fn finish(self) -> Vec<RunAudit> {
+        let (logged_peak_flops, keep_rows) = (self.logged_peak_flops, self.keep_rows);
+        self.runs
         .into_iter()
         .map(|g| {
             let Some(recognised) = g.recognised else {
@@ -417,7 +456,7 @@ pub fn audit_runs(
                 logged_peak_flops,
                 announced_peak: g.announced_peak,
             };
-            let mut audit = audit(recognised.framework, &figure.join(", "), &run, &g.rows);
+            let mut audit = g.folded.audit(recognised.framework, &figure.join(", "), &run);
             audit.notes.extend(g.notes);
             RunAudit {
                 keys: g.keys,
@@ -433,8 +472,8 @@ pub fn audit_runs(
                 },
             }
         })
-        .collect();
-    Ok((key_names, audited))
+        .collect()
+    }
 }
 
 /// The runs' audits as a frame: the key columns (named `key_names`), then [`AUDIT_COLUMNS`].
@@ -514,4 +553,35 @@ pub fn notes_of(run: &RunAudit) -> Vec<String> {
         .unwrap_or_default();
     notes.extend(run.notes.iter().cloned());
     notes
+}
+
+/// The audit of the one input `input` where it is a console log read in windows: each window's rows
+/// folded into their runs ([`Plan::fold_windows`]), none of them held; `Ok(None)` where it is to be
+/// read whole. The same audit as [`audit_runs`] of the log read whole.
+pub fn audit_windows(
+    plan: &Plan,
+    input: &Input,
+    observer: &dyn Observer,
+    by: &[String],
+    logged_peak_flops: Option<f64>,
+    keep_rows: bool,
+) -> Result<FoldedRuns<RunAudit>, PipelineError> {
+    let mut runs = AuditRuns::new(logged_peak_flops, keep_rows);
+    let mut grouped: Option<(Vec<String>, GroupBy)> = None;
+    let read = plan.fold_windows(input, observer, &mut |window| {
+        let item = (input.display.clone(), window.loaded);
+        if grouped.is_none() {
+            let (names, groups) = run_groups(std::slice::from_ref(&item), by)?;
+            grouped = groups.into_iter().next().map(|g| (names, g));
+        }
+        let Some((_, group)) = &grouped else {
+            return Ok(true);
+        };
+        runs.add(&item.0, &item.1, group)?;
+        Ok(true)
+    })?;
+    Ok(read.and_then(|read| {
+        let (names, _) = grouped?;
+        Some(((names, runs.finish()), read))
+    }))
 }

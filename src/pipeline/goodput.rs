@@ -7,11 +7,17 @@ use polars::prelude::*;
 
 use crate::columns::{Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
-use crate::goodput::{measure, Goodput, Mark, Row};
-use crate::summary::{f64s, step_spans, GroupBy, RunIndex};
+use crate::goodput::{measure, Accounts, Goodput, Mark, Row, Survey, Weights};
+use crate::read::Input;
+use crate::stats::Counted;
+use crate::summary::{
+    f64s, most_common_gap_of, span_by_neighbours, span_by_usual_gap, step_spans, GroupBy, RunIndex,
+};
 
 use super::runs::run_groups;
+use super::windowed::{FoldedRuns, Window};
 use super::{Loaded, PipelineError};
+use super::{Observer, Plan};
 
 /// The columns of one run's goodput, after its key columns, in order.
 pub const GOODPUT_COLUMNS: [&str; 24] = [
@@ -362,6 +368,192 @@ pub fn goodput_runs_owned(
     measure_runs(key_names, groups, arguments, loaded.into_iter())
 }
 
+/// What goodput reads of one input's table, taken before its rows are gathered (so an owned input's
+/// table can go first): each row's run, its wall times, run clock, peak and MFU.
+struct TableColumns {
+    height: usize,
+    keys: RunIndex,
+    found: WallTimes,
+    /// Whether the wall-time column found holds numbers (the only kind checked for going back).
+    numeric_wall: bool,
+    run_clock: Option<Float64Chunked>,
+    peaks: Option<Float64Chunked>,
+    mfu: Option<Float64Chunked>,
+}
+
+/// [`TableColumns`] of input `display`'s table, its rows split into runs by `group`.
+fn table_columns(
+    display: &str,
+    l: &Loaded,
+    group: &GroupBy,
+) -> Result<TableColumns, PipelineError> {
+    let combine = PipelineError::Combine;
+    let df = &l.enriched.frame;
+    // An input that is one run needs no key per row.
+    let keys = match group {
+        GroupBy::File => RunIndex::one(vec![Some(l.argument.clone())]),
+        group => RunIndex::of(df, display, group).map_err(combine)?,
+    };
+    let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
+        FieldSource::Column {
+            name,
+            cumulative: false,
+            ..
+        } => Some(name.as_str()),
+        _ => None,
+    };
+    let found = wall_times(df, step_time_column).map_err(combine)?;
+    let numeric_wall = found.found.as_ref().is_some_and(|(name, _)| {
+        df.column(name)
+            .is_ok_and(|c| c.dtype().is_primitive_numeric())
+    });
+    Ok(TableColumns {
+        height: df.height(),
+        keys,
+        found,
+        numeric_wall,
+        run_clock: f64s(df, RUN_CLOCK_COLUMN).map_err(combine)?,
+        peaks: f64s(df, PEAK_FLOPS_PER_DEVICE).map_err(combine)?,
+        mfu: f64s(df, MFU_WALL_CLOCK).map_err(combine)?,
+    })
+}
+
+/// One input's rows as goodput reads them, given one at a time in order ([`InputRows::row`]).
+struct InputRows<'a> {
+    columns: TableColumns,
+    values: &'a crate::columns::FieldValues,
+    walls: Vec<Option<f64>>,
+    wall_column: Option<String>,
+    refused: Vec<String>,
+    steps: std::borrow::Cow<'a, [Option<f64>]>,
+    /// Each row's span; `None` where the caller works them out (a log folded in windows).
+    spans: Option<std::borrow::Cow<'a, [f64]>>,
+    marks: std::iter::Peekable<std::slice::Iter<'a, (usize, Mark)>>,
+    marked: bool,
+    /// A step time differenced from the wall-time column itself says nothing the wall times do not,
+    /// and across a relaunch it would make the whole gap one step: only the wall times are used.
+    time_from_wall: bool,
+    /// The step times are the run clock differenced (W&B's `_runtime`).
+    clock_timed: bool,
+    /// A reader's stand-in for a launch that logged no steps (a W&B run folder with only a summary).
+    summary: bool,
+}
+
+impl<'a> InputRows<'a> {
+    /// The rows of `l` (whose table's columns are `columns`), the first `first_row` rows of its log
+    /// before them; with `spans`, each row's span worked out here.
+    fn new(
+        mut columns: TableColumns,
+        l: &'a Loaded,
+        first_row: usize,
+        spans: bool,
+    ) -> InputRows<'a> {
+        let v = &l.enriched.values;
+        let height = columns.height;
+        let (wall_column, walls) = match columns.found.found.take() {
+            Some((name, values)) => (Some(name), values),
+            None => (None, vec![None; height]),
+        };
+        let refused = std::mem::take(&mut columns.found.refused);
+        let steps: std::borrow::Cow<[Option<f64>]> = if v.steps.len() == height {
+            std::borrow::Cow::Borrowed(&v.steps)
+        } else {
+            let rows = first_row + 1..=first_row + height;
+            std::borrow::Cow::Owned(rows.map(|i| Some(i as f64)).collect())
+        };
+        let spans = spans.then(|| match &v.spans {
+            Some(spans) => std::borrow::Cow::Borrowed(&spans[..]),
+            None => std::borrow::Cow::Owned(step_spans(&columns.keys, &steps)),
+        });
+        let step_time_source = l.enriched.mapping.source(Field::StepTime);
+        let time_from_wall = matches!(
+            step_time_source,
+            FieldSource::Column { name, cumulative: true, .. } if Some(name) == wall_column.as_ref()
+        );
+        let clock_timed = matches!(
+            step_time_source,
+            FieldSource::Column { name, cumulative: true, .. } if name == RUN_CLOCK_COLUMN
+        );
+        let summary = matches!(
+            step_time_source,
+            FieldSource::Column { name, .. } if name == RUN_MEAN_STEP_TIME
+        );
+        InputRows {
+            columns,
+            values: v,
+            walls,
+            wall_column,
+            refused,
+            steps,
+            spans,
+            marks: l.marks.as_deref().unwrap_or_default().iter().peekable(),
+            marked: l.marks.is_some(),
+            time_from_wall,
+            clock_timed,
+            summary,
+        }
+    }
+
+    /// Row `row` (called for each row in order: the marks are taken as the rows go), its span NaN where
+    /// the caller works the spans out.
+    fn row(&mut self, row: usize) -> Row {
+        let v = self.values;
+        let height = self.columns.height;
+        let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
+        let mut launches_without_steps = 0;
+        while let Some((_, mark)) = self.marks.next_if(|(r, _)| *r == row) {
+            match mark {
+                Mark::Restart => restart = true,
+                Mark::Evaluation => evaluation = true,
+                Mark::Checkpoint => checkpoint = true,
+                // A launch came between the row before and this one: this row's is another.
+                Mark::LaunchWithoutSteps => {
+                    launches_without_steps += 1;
+                    restart = true;
+                }
+            }
+        }
+        // Launches after the last row: counted with it.
+        if row + 1 == height {
+            launches_without_steps += self
+                .marks
+                .by_ref()
+                .filter(|(_, m)| *m == Mark::LaunchWithoutSteps)
+                .count();
+        }
+        let cell = |column: &Option<Float64Chunked>| column.as_ref()?.get(row);
+        let step_time = v
+            .step_time_s
+            .get(row)
+            .filter(|t| t.is_finite() && *t > 0.0 && !self.time_from_wall);
+        let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
+        let capacity = cell(&self.columns.peaks).map(|p| p * devices.unwrap_or(1.0));
+        let span = self.spans.as_ref().map_or(f64::NAN, |s| s[row]);
+        // The FLOPs a row did: its MFU at its capacity over its steps' time. Where the caller works
+        // the span out, it multiplies it in.
+        let flops = match (cell(&self.columns.mfu), capacity, step_time) {
+            (Some(m), Some(c), Some(t)) if span.is_nan() => Some(m * c * t),
+            (Some(m), Some(c), Some(t)) => Some(m * c * t * span),
+            _ => None,
+        };
+        Row {
+            step: self.steps[row],
+            wall_time: self.walls[row],
+            step_time,
+            span,
+            flops,
+            capacity,
+            devices,
+            restart,
+            evaluation: self.marked.then_some(evaluation),
+            checkpoint: self.marked.then_some(checkpoint),
+            run_clock: cell(&self.columns.run_clock),
+            summary: self.summary,
+            launches_without_steps,
+        }
+    }
+}
+
 /// The runs of `loaded` (grouped by `groups`, each input's argument in `arguments`) gathered input by
 /// input, then measured.
 fn measure_runs<T: GoodputInput>(
@@ -379,154 +571,59 @@ fn measure_runs<T: GoodputInput>(
     let mut runs: Vec<Gathered> = Vec::new();
     let mut index: HashMap<Vec<Option<String>>, usize> = HashMap::new();
     for (input, (mut item, group)) in loaded.zip(groups).enumerate() {
-        let combine = |e: PolarsError| PipelineError::Combine(e);
         // What goodput reads of the input's table, taken before the rows are gathered; an owned
         // input's table then goes (`mfu goodput` of a 1 GiB console log: 1,808 -> 1,290 MiB).
-        let (height, keys, found, run_clock, peaks, mfu) = {
+        let columns = {
             let (display, l) = item.loaded();
-            let df = &l.enriched.frame;
-            // An input that is one run needs no key per row.
-            let keys = match &group {
-                GroupBy::File => RunIndex::one(vec![Some(l.argument.clone())]),
-                group => RunIndex::of(df, display, group).map_err(combine)?,
-            };
-            let step_time_column = match l.enriched.mapping.source(Field::StepTime) {
-                FieldSource::Column {
-                    name,
-                    cumulative: false,
-                    ..
-                } => Some(name.as_str()),
-                _ => None,
-            };
-            let found = wall_times(df, step_time_column).map_err(combine)?;
-            let run_clock = f64s(df, RUN_CLOCK_COLUMN).map_err(combine)?;
-            let peaks = f64s(df, PEAK_FLOPS_PER_DEVICE).map_err(combine)?;
-            let mfu = f64s(df, MFU_WALL_CLOCK).map_err(combine)?;
-            (df.height(), keys, found, run_clock, peaks, mfu)
+            table_columns(display, l, &group)?
         };
         item.let_table_go();
         let (display, l) = item.loaded();
-        let v = &l.enriched.values;
-        let key_of = |row: usize| keys.key(row);
-        let refused = found.refused;
-        let (wall_column, walls) = match found.found {
-            Some((name, values)) => (Some(name), values),
-            None => (None, vec![None; height]),
-        };
-        let cell = |column: &Option<Float64Chunked>, row: usize| column.as_ref()?.get(row);
-        let steps: std::borrow::Cow<[Option<f64>]> = if v.steps.len() == height {
-            std::borrow::Cow::Borrowed(&v.steps)
-        } else {
-            std::borrow::Cow::Owned((1..=height).map(|i| Some(i as f64)).collect())
-        };
-        let spans: std::borrow::Cow<[f64]> = match &v.spans {
-            Some(spans) => std::borrow::Cow::Borrowed(spans),
-            None => std::borrow::Cow::Owned(step_spans(&keys, &steps)),
-        };
-        // The run of the row before, looked up again only where the key changes.
-        let mut current: Option<(&Vec<Option<String>>, usize)> = None;
-        let mut marks = l.marks.as_deref().unwrap_or_default().iter().peekable();
-        let marked = l.marks.is_some();
-        // A step time differenced from the wall-time column itself says nothing the wall times do not,
-        // and across a relaunch it would make the whole gap one step: only the wall times are used.
-        let step_time_source = l.enriched.mapping.source(Field::StepTime);
-        let time_from_wall = matches!(
-            step_time_source,
-            FieldSource::Column { name, cumulative: true, .. } if Some(name) == wall_column.as_ref()
-        );
-        clock_timed[input] = matches!(
-            step_time_source,
-            FieldSource::Column { name, cumulative: true, .. } if name == RUN_CLOCK_COLUMN
-        );
-        // A reader's stand-in for a launch that logged no steps (a W&B run folder with only a summary).
-        let summary = matches!(
-            step_time_source,
-            FieldSource::Column { name, .. } if name == RUN_MEAN_STEP_TIME
-        );
+        let height = columns.height;
+        let mut input_rows = InputRows::new(columns, l, 0, true);
+        clock_timed[input] = input_rows.clock_timed;
         // Each of the input's runs' rows still to come: reserved at once rather than doubled as they
         // come (a row is 136 bytes: doubling took 320 MB for 1.1M rows).
-        let mut left = vec![0usize; keys.keys.len()];
+        let mut left = vec![0usize; input_rows.columns.keys.keys.len()];
         for row in 0..height {
-            left[keys.run(row)] += 1;
+            left[input_rows.columns.keys.run(row)] += 1;
         }
+        // The run of the row before, looked up again only where the key changes.
+        let mut current: Option<(usize, usize)> = None;
         for row in 0..height {
-            let (mut restart, mut evaluation, mut checkpoint) = (false, false, false);
-            let mut launches_without_steps = 0;
-            while let Some((_, mark)) = marks.next_if(|(r, _)| *r == row) {
-                match mark {
-                    Mark::Restart => restart = true,
-                    Mark::Evaluation => evaluation = true,
-                    Mark::Checkpoint => checkpoint = true,
-                    // A launch came between the row before and this one: this row's is another.
-                    Mark::LaunchWithoutSteps => {
-                        launches_without_steps += 1;
-                        restart = true;
-                    }
-                }
-            }
-            // Launches after the last row: counted with it.
-            if row + 1 == height {
-                launches_without_steps += marks
-                    .by_ref()
-                    .filter(|(_, m)| *m == Mark::LaunchWithoutSteps)
-                    .count();
-            }
-            let key = key_of(row);
+            let run = input_rows.columns.keys.run(row);
             let at = match current {
-                Some((k, at)) if k == key => at,
+                Some((r, at)) if r == run => at,
                 _ => {
+                    let key = input_rows.columns.keys.key(row);
                     let at = *index.entry(key.clone()).or_insert_with(|| {
                         order.push(key.clone());
                         runs.push((Vec::new(), None, Vec::new(), Vec::new()));
                         runs.len() - 1
                     });
-                    current = Some((key, at));
+                    current = Some((run, at));
                     at
                 }
             };
-            let step_time = v
-                .step_time_s
-                .get(row)
-                .filter(|t| t.is_finite() && *t > 0.0 && !time_from_wall);
-            let devices = v.num_devices.get(row).filter(|n| n.is_finite() && *n > 0.0);
-            let capacity = cell(&peaks, row).map(|p| p * devices.unwrap_or(1.0));
-            // The FLOPs a row did: its MFU at its capacity over its steps' time.
-            let flops = match (cell(&mfu, row), capacity, step_time) {
-                (Some(m), Some(c), Some(t)) => Some(m * c * t * spans[row]),
-                _ => None,
-            };
+            let r = input_rows.row(row);
             let entry = &mut runs[at];
             if entry.0.last().is_none_or(|(from, _)| *from != input) {
                 entry.0.push((input, Vec::new()));
             }
             let chunk = &mut entry.0.last_mut().expect("pushed").1;
-            let left = &mut left[keys.run(row)];
+            let left = &mut left[run];
             if chunk.capacity() == chunk.len() {
                 chunk.reserve_exact(*left);
             }
             *left -= 1;
-            chunk.push(Row {
-                step: steps[row],
-                wall_time: walls[row],
-                step_time,
-                span: spans[row],
-                flops,
-                capacity,
-                devices,
-                restart,
-                evaluation: marked.then_some(evaluation),
-                checkpoint: marked.then_some(checkpoint),
-                run_clock: cell(&run_clock, row),
-                summary,
-                launches_without_steps,
-            });
+            chunk.push(r);
             if entry.1.is_none() {
-                entry.1.clone_from(&wall_column);
+                entry.1.clone_from(&input_rows.wall_column);
             }
             if !entry.2.contains(display) {
                 entry.2.push(display.clone());
             }
-            for note in &refused {
+            for note in &input_rows.refused {
                 if !entry.3.contains(note) {
                     entry.3.push(note.clone());
                 }
@@ -602,42 +699,17 @@ fn measure_runs<T: GoodputInput>(
                         "{timed} attempt(s) logged no step time of their own (too short for their clock's resolution to time a step): each row timed by its attempt's wall-clock span over the steps in it"
                     ));
                 }
-                let mut carried = false;
-                let mut last_step: Option<f64> = None;
-                rows.retain_mut(|r| {
-                    let back = matches!((last_step, r.step), (Some(l), Some(s)) if s < l);
-                    // A relaunch's first row that stands for one step (LiBai's iteration 1 after
-                    // iteration 86) is that step: it starts its attempt, its own time unmeasured. One
-                    // that stands for many (a line every 200 steps) is left out as before.
-                    let first_step = back && !r.summary && r.span == 1.0 && r.wall_time.is_some();
-                    let step = (r.step_time.is_some() && !r.summary) || first_step;
-                    r.restart |= carried;
-                    carried = !step && (r.restart || back);
-                    if step || back {
-                        last_step = r.step.or(last_step);
-                    }
-                    step
-                });
+                let mut steps = StepFilter::default();
+                rows.retain_mut(|r| steps.keep(r));
             }
             let mut goodput = measure(&rows);
-            goodput.launches_without_steps = launches_without_steps;
-            if launches_without_steps > 0 {
-                goodput.notes.push(format!(
-                    "{launches_without_steps} launch(es) logged no training step (died at start-up, found no device, or were killed before a step): not attempts; their time is in the gap around them"
-                ));
-            }
-            goodput.notes.extend(refused);
-            if sources.iter().any(|s| s.ends_with(HF_TRAINER_STATE)) {
-                goodput.notes.push(format!(
-                    "{HF_TRAINER_STATE} is reloaded from the checkpoint when a run resumes: it holds the kept steps only, so relaunches, wasted progress and time down cannot be seen in it"
-                ));
-            }
-            if rows.len() < all {
-                goodput.notes.push(format!(
-                    "{} row(s) with no step time, or a summary's run-mean one, left out (evaluation rows, launches that logged no steps): not steps",
-                    all - rows.len()
-                ));
-            }
+            run_notes(
+                &mut goodput,
+                launches_without_steps,
+                refused,
+                &sources,
+                all - rows.len(),
+            );
             RunGoodput {
                 goodput,
                 keys,
@@ -647,6 +719,63 @@ fn measure_runs<T: GoodputInput>(
         })
         .collect();
     Ok((key_names, measured))
+}
+
+/// Which rows of a run are steps, where its steps are timed: a row without a time is no step (an
+/// evaluation row), nor is a launch's summary: its time is the gap around it, and a relaunch it marks
+/// passes to the next row, as does one its step shows by going back (a relaunch's first row, untimed
+/// because nothing of its launch came before it). The rows in log order, one at a time.
+#[derive(Debug, Clone, Default)]
+struct StepFilter {
+    carried: bool,
+    last_step: Option<f64>,
+}
+
+impl StepFilter {
+    /// Whether `r` is a step (a relaunch passed on to it is marked on it).
+    fn keep(&mut self, r: &mut Row) -> bool {
+        let back = matches!((self.last_step, r.step), (Some(l), Some(s)) if s < l);
+        // A relaunch's first row that stands for one step (LiBai's iteration 1 after iteration 86) is
+        // that step: it starts its attempt, its own time unmeasured. One that stands for many (a line
+        // every 200 steps) is left out as before.
+        let first_step = back && !r.summary && r.span == 1.0 && r.wall_time.is_some();
+        let step = (r.step_time.is_some() && !r.summary) || first_step;
+        r.restart |= self.carried;
+        self.carried = !step && (r.restart || back);
+        if step || back {
+            self.last_step = r.step.or(self.last_step);
+        }
+        step
+    }
+}
+
+/// What a run's goodput says besides its figures: launches that logged no steps (counted before any
+/// row was left out), the columns passed over as no clock, a trainer state's blind spot, the rows left
+/// out as no steps.
+fn run_notes(
+    goodput: &mut Goodput,
+    launches_without_steps: usize,
+    refused: Vec<String>,
+    sources: &[String],
+    left_out: usize,
+) {
+    goodput.launches_without_steps = launches_without_steps;
+    if launches_without_steps > 0 {
+        goodput.notes.push(format!(
+            "{launches_without_steps} launch(es) logged no training step (died at start-up, found no device, or were killed before a step): not attempts; their time is in the gap around them"
+        ));
+    }
+    goodput.notes.extend(refused);
+    if sources.iter().any(|s| s.ends_with(HF_TRAINER_STATE)) {
+        goodput.notes.push(format!(
+            "{HF_TRAINER_STATE} is reloaded from the checkpoint when a run resumes: it holds the kept steps only, so relaunches, wasted progress and time down cannot be seen in it"
+        ));
+    }
+    if left_out > 0 {
+        goodput.notes.push(format!(
+            "{left_out} row(s) with no step time, or a summary's run-mean one, left out (evaluation rows, launches that logged no steps): not steps"
+        ));
+    }
 }
 
 /// The runs' goodput as a frame: the key columns (named `key_names`), then [`GOODPUT_COLUMNS`].
@@ -715,38 +844,403 @@ pub fn to_frame(key_names: &[String], runs: &[RunGoodput]) -> PolarsResult<DataF
 /// as evaluation rows and the attempt, its steps and the progress a later one threw away, vanish.
 /// Attempts start at a restart mark or where the step goes back. Returns the attempts timed.
 fn time_attempts_by_their_wall_clock(rows: &mut [Row]) -> usize {
-    let mut starts = vec![0];
-    let mut last_step: Option<f64> = None;
-    for (i, r) in rows.iter().enumerate() {
-        let back = matches!((last_step, r.step), (Some(l), Some(s)) if s < l);
+    let mut scan = UntimedAttempts::default();
+    let mut timed = Vec::new();
+    for r in rows.iter() {
+        timed.extend(scan.push(r));
+    }
+    timed.extend(scan.finish());
+    for (attempt, per_step) in &timed {
+        rows[attempt.clone()]
+            .iter_mut()
+            .for_each(|r| r.step_time = Some(*per_step));
+    }
+    timed.len()
+}
+
+/// The attempts [`time_attempts_by_their_wall_clock`] times, found row by row in log order: an attempt
+/// starts at a restart mark or where the step goes back; one of two rows or more that logged no step
+/// time (and is no summary) is timed by its wall-clock span over the steps in it.
+#[derive(Debug, Clone, Default)]
+struct UntimedAttempts {
+    row: usize,
+    last_step: Option<f64>,
+    /// The attempt under way: its first row, whether any of its rows is timed (or a summary), and its
+    /// first and last rows' (step, wall time).
+    start: usize,
+    timed: bool,
+    first: Option<(f64, f64)>,
+    last: Option<(f64, f64)>,
+}
+
+impl UntimedAttempts {
+    /// The next row; where it starts an attempt, the attempt before it if that one is to be timed: its
+    /// rows and the time a step.
+    fn push(&mut self, r: &Row) -> Option<(std::ops::Range<usize>, f64)> {
+        let i = self.row;
+        self.row += 1;
+        let back = matches!((self.last_step, r.step), (Some(l), Some(s)) if s < l);
+        let mut ended = None;
         if i > 0 && (r.restart || back) {
-            starts.push(i);
+            ended = self.ended(i);
+            (self.start, self.timed, self.first, self.last) = (i, false, None, None);
         }
-        last_step = r.step.or(last_step);
+        self.last_step = r.step.or(self.last_step);
+        self.timed |= r.step_time.is_some() || r.summary;
+        if let Some(ends) = r.step.zip(r.wall_time) {
+            self.first.get_or_insert(ends);
+            self.last = Some(ends);
+        }
+        ended
     }
-    starts.push(rows.len());
-    let mut timed = 0;
-    for bounds in starts.windows(2) {
-        let attempt = &mut rows[bounds[0]..bounds[1]];
-        if attempt.len() < 2 || attempt.iter().any(|r| r.step_time.is_some() || r.summary) {
-            continue;
+
+    /// After the last row: the last attempt, if it is to be timed.
+    fn finish(&self) -> Option<(std::ops::Range<usize>, f64)> {
+        self.ended(self.row)
+    }
+
+    fn ended(&self, end: usize) -> Option<(std::ops::Range<usize>, f64)> {
+        if end - self.start < 2 || self.timed {
+            return None;
         }
-        let ends = |r: &Row| r.step.zip(r.wall_time);
-        let (Some((s0, w0)), Some((s1, w1))) = (
-            attempt.iter().find_map(ends),
-            attempt.iter().rev().find_map(ends),
-        ) else {
-            continue;
+        let ((s0, w0), (s1, w1)) = (self.first?, self.last?);
+        (s1 > s0 && w1 > w0).then(|| (self.start..end, (w1 - w0) / (s1 - s0)))
+    }
+}
+
+/// Each row's span (see [`step_spans`]) worked out as a run's rows come, one row behind (a row's span
+/// needs the step of the row after it), its FLOPs then multiplied by it. `usual_gap` is the run's most
+/// common gap where it is known (the second pass over a log); without it, a row whose neighbours do not
+/// tell its span is taken to stand for one step, and its step is kept to check once the gap is known.
+#[derive(Debug, Clone, Default)]
+struct SpanStream {
+    usual_gap: Option<f64>,
+    /// The step of the row before the one held (`None` where it has none).
+    before: Option<f64>,
+    held: Option<Row>,
+    /// The steps of the rows whose neighbours did not tell their span, taken as one.
+    guessed: Vec<f64>,
+    /// The gaps between the run's rows that move forward, and the last step seen.
+    gaps: Counted,
+    last_step: Option<f64>,
+}
+
+/// Steps whose span a first pass guessed, past which the log is read whole rather than checked.
+const GUESSED_AT_MOST: usize = 100_000;
+
+impl SpanStream {
+    /// The next row; the row before it, its span worked out.
+    fn push(&mut self, r: Row) -> Option<Row> {
+        if let (Some(b), Some(s)) = (self.last_step, r.step) {
+            if s > b {
+                self.gaps.push(s - b);
+            }
+        }
+        self.last_step = r.step.or(self.last_step);
+        let after = r.step;
+        self.held.replace(r).map(|held| self.spanned(held, after))
+    }
+
+    /// The last row, its span worked out.
+    fn finish(&mut self) -> Option<Row> {
+        self.held.take().map(|held| self.spanned(held, None))
+    }
+
+    fn spanned(&mut self, mut r: Row, after: Option<f64>) -> Row {
+        let span = match r.step {
+            None => 1.0,
+            Some(step) => span_by_neighbours(step, self.before, after).unwrap_or_else(|| {
+                if self.usual_gap.is_none() && self.guessed.len() <= GUESSED_AT_MOST {
+                    self.guessed.push(step);
+                }
+                span_by_usual_gap(step, self.usual_gap)
+            }),
         };
-        if s1 > s0 && w1 > w0 {
-            let per_step = (w1 - w0) / (s1 - s0);
-            attempt
-                .iter_mut()
-                .for_each(|r| r.step_time = Some(per_step));
-            timed += 1;
+        r.span = span;
+        r.flops = r.flops.map(|f| f * span);
+        self.before = r.step;
+        r
+    }
+}
+
+/// What a run's rows fold into: the first pass's survey, or the second's accounts.
+enum RunFold<'w> {
+    Survey(Survey),
+    Accounts(Accounts<'w>),
+}
+
+/// One run of a console log folded in windows: its rows, as they come, through the stages
+/// [`measure_runs`] puts a run's rows through (spans, attempts timed by their wall clock, rows that are
+/// no step left out), into its survey or accounts.
+struct RunStream<'w> {
+    spans: SpanStream,
+    untimed: UntimedAttempts,
+    steps: StepFilter,
+    rows: usize,
+    kept: usize,
+    launches_without_steps: usize,
+    /// A row has a step time (and is no summary): the rows that are no step are left out.
+    any_step: bool,
+    /// An attempt logged no step time and would be timed by its wall clock.
+    untimed_attempt: bool,
+    fold: RunFold<'w>,
+}
+
+impl<'w> RunStream<'w> {
+    fn new(usual_gap: Option<f64>, fold: RunFold<'w>) -> RunStream<'w> {
+        RunStream {
+            spans: SpanStream {
+                usual_gap,
+                ..SpanStream::default()
+            },
+            untimed: UntimedAttempts::default(),
+            steps: StepFilter::default(),
+            rows: 0,
+            kept: 0,
+            launches_without_steps: 0,
+            any_step: false,
+            untimed_attempt: false,
+            fold,
         }
     }
-    timed
+
+    fn push(&mut self, r: Row) {
+        if let Some(row) = self.spans.push(r) {
+            self.stage(row);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(row) = self.spans.finish() {
+            self.stage(row);
+        }
+        self.untimed_attempt |= self.untimed.finish().is_some();
+    }
+
+    fn stage(&mut self, mut row: Row) {
+        self.rows += 1;
+        // Counted before rows are left out: a launch without steps noted on a row left out is still
+        // one.
+        self.launches_without_steps += row.launches_without_steps;
+        self.any_step |= row.step_time.is_some() && !row.summary;
+        self.untimed_attempt |= self.untimed.push(&row).is_some();
+        if !self.steps.keep(&mut row) {
+            return;
+        }
+        self.kept += 1;
+        match &mut self.fold {
+            RunFold::Survey(survey) => survey.push(&row),
+            RunFold::Accounts(accounts) => accounts.push(&row),
+        }
+    }
+}
+
+/// One pass over a log's windows: its runs by key, in order of first appearance, and what each window
+/// chose (the same as the first's, or the log is read whole).
+struct WindowsPass<'w> {
+    by: &'w [String],
+    grouped: Option<(Vec<String>, GroupBy)>,
+    index: HashMap<Vec<Option<String>>, usize>,
+    order: Vec<Vec<Option<String>>>,
+    runs: Vec<RunStream<'w>>,
+    /// The first window's wall-time column and the columns it passed over (and why).
+    wall: Option<(Option<String>, Vec<String>)>,
+    /// A numeric wall-time column: how often it goes back between its values over the whole log (as
+    /// [`wall_times`] judges a whole column), and its last value.
+    numeric_wall: bool,
+    back: usize,
+    pairs: usize,
+    last_wall: Option<f64>,
+    /// The second pass: each run's weights from the first, and its most common step gap.
+    weights: Option<&'w [(Weights, Option<f64>)]>,
+}
+
+impl<'w> WindowsPass<'w> {
+    fn new(by: &'w [String], weights: Option<&'w [(Weights, Option<f64>)]>) -> WindowsPass<'w> {
+        WindowsPass {
+            by,
+            grouped: None,
+            index: HashMap::new(),
+            order: Vec::new(),
+            runs: Vec::new(),
+            wall: None,
+            numeric_wall: false,
+            back: 0,
+            pairs: 0,
+            last_wall: None,
+            weights,
+        }
+    }
+
+    /// Folds one window's rows into their runs; `Ok(false)` where the window reads otherwise than the
+    /// first (its clock chosen otherwise), or its runs are launch folders to join (read whole).
+    fn window(&mut self, display: &str, window: Window) -> Result<bool, PipelineError> {
+        let item = (display.to_string(), window.loaded);
+        if self.grouped.is_none() {
+            let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
+            // Runs keyed by run_id may be a parent's launch folders, joined only when read whole.
+            if names == ["run_id"] {
+                return Ok(false);
+            }
+            self.grouped = groups.into_iter().next().map(|g| (names, g));
+        }
+        let Some((_, group)) = &self.grouped else {
+            return Ok(false);
+        };
+        let columns = table_columns(display, &item.1, group)?;
+        let height = columns.height;
+        let numeric_wall = columns.numeric_wall;
+        let mut rows = InputRows::new(columns, &item.1, window.first_row, false);
+        let chose = (rows.wall_column.clone(), rows.refused.clone());
+        match &self.wall {
+            None => {
+                self.wall = Some(chose);
+                self.numeric_wall = numeric_wall;
+            }
+            Some(first) if *first != chose || self.numeric_wall != numeric_wall => {
+                return Ok(false)
+            }
+            Some(_) => {}
+        }
+        if self.numeric_wall {
+            for w in rows.walls.iter().flatten() {
+                if let Some(last) = self.last_wall {
+                    self.pairs += 1;
+                    self.back += usize::from(*w < last);
+                }
+                self.last_wall = Some(*w);
+            }
+        }
+        let mut current: Option<(usize, usize)> = None;
+        for row in 0..height {
+            let run = rows.columns.keys.run(row);
+            let at = match current {
+                Some((r, at)) if r == run => at,
+                _ => {
+                    let key = rows.columns.keys.key(row);
+                    let at = match self.index.get(key) {
+                        Some(at) => *at,
+                        None => {
+                            let at = self.runs.len();
+                            let fold = match self.weights {
+                                None => (None, RunFold::Survey(Survey::default())),
+                                // A run the first pass did not see: not the same windows.
+                                Some(weights) => match weights.get(at) {
+                                    Some((w, gap)) => (*gap, RunFold::Accounts(Accounts::new(w))),
+                                    None => return Ok(false),
+                                },
+                            };
+                            self.runs.push(RunStream::new(fold.0, fold.1));
+                            self.order.push(key.clone());
+                            self.index.insert(key.clone(), at);
+                            at
+                        }
+                    };
+                    current = Some((run, at));
+                    at
+                }
+            };
+            let r = rows.row(row);
+            self.runs[at].push(r);
+        }
+        Ok(true)
+    }
+
+    /// Ends every run; `false` where a run's rows needed what the windows do not read as the whole log
+    /// reads (the log is then read whole): a step time on no row, an attempt to time by its wall clock,
+    /// a span that the run's most common gap decides, a numeric clock that goes back too often.
+    fn finish(&mut self) -> bool {
+        let clock = !(self.numeric_wall && self.pairs > 0 && self.back * 10 > self.pairs);
+        self.runs.iter_mut().for_each(RunStream::finish);
+        clock
+            && self.runs.iter().all(|run| {
+                let gap = most_common_gap_of(&run.spans.gaps);
+                run.any_step
+                    && !run.untimed_attempt
+                    && run.spans.guessed.len() <= GUESSED_AT_MOST
+                    && run
+                        .spans
+                        .guessed
+                        .iter()
+                        .all(|step| span_by_usual_gap(*step, gap) == 1.0)
+            })
+    }
+}
+
+/// The goodput of the one input `input` where it is a console log read in windows: its windows read
+/// twice, first to survey each run (where its attempts start, its step times' order statistics, its
+/// devices), then to weigh each row, none of them held; `Ok(None)` where it is to be read whole (see
+/// [`WindowsPass::finish`]). The same goodput as [`goodput_runs`] of the log read whole.
+pub fn goodput_windows(
+    plan: &Plan,
+    input: &Input,
+    observer: &dyn Observer,
+    by: &[String],
+) -> Result<FoldedRuns<RunGoodput>, PipelineError> {
+    let display = input.display.clone();
+    let mut survey = WindowsPass::new(by, None);
+    let Some(_) = plan.fold_windows(input, observer, &mut |w| survey.window(&display, w))? else {
+        return Ok(None);
+    };
+    if !survey.finish() {
+        return Ok(None);
+    }
+    let weights: Vec<(Weights, Option<f64>)> = survey
+        .runs
+        .iter_mut()
+        .map(|run| {
+            let gap = most_common_gap_of(&run.spans.gaps);
+            let survey = match std::mem::replace(&mut run.fold, RunFold::Survey(Survey::default()))
+            {
+                RunFold::Survey(survey) => survey,
+                RunFold::Accounts(_) => unreachable!("the first pass surveys"),
+            };
+            survey.finish().map(|w| (w, gap))
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if weights.len() != survey.runs.len() {
+        return Ok(None);
+    }
+    let mut accounts = WindowsPass::new(by, Some(&weights));
+    let Some(read) = plan.fold_windows(input, observer, &mut |w| accounts.window(&display, w))?
+    else {
+        return Ok(None);
+    };
+    if !accounts.finish() || accounts.order != survey.order {
+        return Ok(None);
+    }
+    let (mut key_names, _) = accounts.grouped.take().expect("a window was folded");
+    if key_names == ["source_file"] {
+        key_names = vec!["input".into()];
+    }
+    let (wall_time_column, refused) = accounts.wall.take().expect("a window was folded");
+    let measured = accounts
+        .order
+        .into_iter()
+        .zip(accounts.runs)
+        .map(|(keys, run)| {
+            let mut goodput = match run.fold {
+                RunFold::Accounts(accounts) => accounts.finish(),
+                RunFold::Survey(_) => unreachable!("the second pass weighs"),
+            };
+            let sources = vec![display.clone()];
+            run_notes(
+                &mut goodput,
+                run.launches_without_steps,
+                refused.clone(),
+                &sources,
+                run.rows - run.kept,
+            );
+            RunGoodput {
+                keys,
+                goodput,
+                wall_time_column: wall_time_column.clone(),
+                sources,
+            }
+        })
+        .collect();
+    Ok(Some(((key_names, measured), read)))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod job;
 pub mod runs;
 mod stream;
 pub mod summary;
+pub mod windowed;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -308,7 +308,7 @@ fn small_size(input: &Input, block: u64) -> Option<u64> {
 }
 
 /// Whether rows of a log mapped this way can be computed block by block.
-fn row_local(mapping: &ColumnMapping, pipeline: &Plan) -> bool {
+pub(super) fn row_local(mapping: &ColumnMapping, pipeline: &Plan) -> bool {
     pipeline.options.window.is_none()
         && Field::ALL.iter().all(|f| {
             !matches!(

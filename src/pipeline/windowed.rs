@@ -1,0 +1,180 @@
+//! A console log larger than a window's head, folded window by window: each window's rows read to the
+//! head's choices (`read::console::windows`), enriched, and handed to a command's fold, then let go.
+//! What `mfu audit` and `mfu goodput` of one such log hold is then their folds (counts, and each
+//! median's values by distinct value), not the log's rows: the 1 and 4 GiB bench logs' audits in about
+//! 220 MiB (docs/memory.md).
+//!
+//! A window is given to the fold as a [`Loaded`] of its own rows, its marks numbered from its first
+//! row, so the fold reads it as it would read a whole input. Where the windows stop (the rest of the log
+//! does not read to the head's choices), or a window's enrichment maps its columns otherwise than the
+//! first's, the fold is told nothing more and `Ok(None)` says the log is to be read whole: what was
+//! folded is then thrown away by the caller.
+
+use std::time::Instant;
+
+use crate::columns::{Field, FieldSource};
+use crate::enrich::enrich_frame;
+use crate::goodput::Mark;
+use crate::read::console::windows::window_sizes;
+use crate::read::memory::format_size;
+use crate::read::{console_in_windows, Held, Input};
+
+use super::{timings_wanted, Event, Loaded, Observer, PipelineError, Plan, Seen};
+
+/// What reading a log in windows said, for the user, as [`Plan::load`] says it of a whole read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowsRead {
+    /// `--verbose` lines (empty without it).
+    pub verbose: Vec<String>,
+    pub warnings: Vec<String>,
+    /// The log's rows.
+    pub rows: usize,
+}
+
+/// What a command folded of a log's windows: its key column names and runs, and what the reading
+/// said; `None` where the log is to be read whole.
+pub type FoldedRuns<R> = Option<((Vec<String>, Vec<R>), WindowsRead)>;
+
+/// One window, enriched, and the rows of the log before it.
+pub struct Window {
+    pub loaded: Loaded,
+    pub first_row: usize,
+}
+
+impl Plan {
+    /// Folds the console log `input` window by window into `fold` (see the module's doc); `Ok(None)`
+    /// where it is no log read in windows, its windows stop, or `fold` gives `Ok(false)` (it cannot
+    /// fold this log as the whole log reads), and it is to be read whole.
+    pub fn fold_windows(
+        &self,
+        input: &Input,
+        observer: &dyn Observer,
+        fold: &mut dyn FnMut(Window) -> Result<bool, PipelineError>,
+    ) -> Result<Option<WindowsRead>, PipelineError> {
+        let started = Instant::now();
+        let Ok(Some(mut windows)) = console_in_windows(input, &self.read, window_sizes()) else {
+            return Ok(None);
+        };
+        let shape = windows.shape;
+        let options = self.options.for_input(
+            shape.timing_optional(),
+            &windows.facts,
+            windows.model.as_ref(),
+            &windows.hints,
+        );
+        let mut seen: Option<Seen> = None;
+        // Marks by the log's row, given once each; those past the window given go with the next.
+        let mut marks: Vec<(usize, Mark)> = Vec::new();
+        let mut next = match windows.next_frame() {
+            Ok(frame) => frame,
+            Err(_) => return Ok(None),
+        };
+        let mut first_row = 0;
+        while let Some(frame) = next.take() {
+            // The next window is read before this one is folded: the lines between them may mark
+            // this window's rows, and after the last one, its last row.
+            next = match windows.next_frame() {
+                Ok(frame) => frame,
+                Err(_) => return Ok(None),
+            };
+            marks.extend(windows.take_marks());
+            let rows = frame.height();
+            let Ok(enriched) = enrich_frame(frame, &options) else {
+                return Ok(None);
+            };
+            // A running total differenced, or `--window`, needs the rows before each window; a log
+            // without a step column numbers its rows from each window's first.
+            let stepped = matches!(
+                enriched.mapping.source(Field::Step),
+                FieldSource::Column { .. }
+            );
+            if !stepped || !super::stream::row_local(&enriched.mapping, self) {
+                return Ok(None);
+            }
+            match seen.as_mut() {
+                None => {
+                    seen = Some(Seen {
+                        how: String::new(),
+                        shape,
+                        rows: 0,
+                        notes: Vec::new(),
+                        read_warnings: Vec::new(),
+                        mapping: enriched.mapping.clone(),
+                        non_numeric: Vec::new(),
+                        column_warnings: enriched.column_warnings.clone(),
+                        renamed: enriched.renamed.clone(),
+                        torn: None,
+                        rejects: Vec::new(),
+                    })
+                }
+                // A window mapped otherwise (a column read as another field, a warning the whole
+                // log's values would word otherwise) is not the log read whole.
+                Some(first)
+                    if first.mapping.describe() != enriched.mapping.describe()
+                        || first.column_warnings != enriched.column_warnings
+                        || first.renamed != enriched.renamed =>
+                {
+                    return Ok(None);
+                }
+                Some(_) => {}
+            }
+            let seen = seen.as_mut().expect("set above");
+            seen.rows += rows;
+            for (column, cells) in &enriched.non_numeric {
+                match seen.non_numeric.iter_mut().find(|(c, _)| c == column) {
+                    Some(slot) => slot.1 += cells,
+                    None => seen.non_numeric.push((column.clone(), *cells)),
+                }
+            }
+            let end = first_row + rows;
+            let last = next.is_none();
+            let (mine, later): (Vec<_>, Vec<_>) = std::mem::take(&mut marks)
+                .into_iter()
+                .partition(|(row, _)| last || *row < end);
+            marks = later;
+            let window_marks = mine
+                .into_iter()
+                .map(|(row, mark)| (row.saturating_sub(first_row), mark))
+                .collect();
+            let folded = fold(Window {
+                loaded: Loaded {
+                    enriched,
+                    held: Held::none(),
+                    rejects: Vec::new(),
+                    warnings: Vec::new(),
+                    marks: Some(window_marks),
+                    argument: input.argument.clone(),
+                    shape,
+                },
+                first_row,
+            })?;
+            if !folded {
+                return Ok(None);
+            }
+            first_row = end;
+        }
+        let Some(mut seen) = seen else {
+            return Ok(None);
+        };
+        let bytes = windows.bytes_read();
+        let (notes, warnings) = windows.finish();
+        seen.how = format!(
+            "read in windows ({}), folded window by window",
+            format_size(bytes)
+        );
+        seen.notes = notes;
+        seen.read_warnings = warnings;
+        if timings_wanted() {
+            observer.on(Event::Timing(&format!(
+                "{}: read, enriched and folded in windows {:.3}s",
+                input.display,
+                started.elapsed().as_secs_f64()
+            )));
+        }
+        Ok(Some(WindowsRead {
+            verbose: self.verbose_lines(input, &seen),
+            warnings: self.warnings(input, &seen),
+            rows: seen.rows,
+        }))
+    }
+}
