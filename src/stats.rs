@@ -103,22 +103,25 @@ pub fn median_of_sorted(sorted: &[(f64, u64)], len: u64) -> Option<f64> {
     if len == 0 {
         return None;
     }
-    let at = |position: u64| {
-        let mut seen = 0;
-        for (value, n) in sorted {
-            seen += n;
-            if position < seen {
-                return *value;
-            }
-        }
-        f64::NAN
-    };
-    let middle = at(len / 2);
+    let middle = value_at(sorted, len / 2);
     Some(if len % 2 == 1 {
         middle
     } else {
-        (at(len / 2 - 1) + middle) / 2.0
+        (value_at(sorted, len / 2 - 1) + middle) / 2.0
     })
+}
+
+/// The value at `position` (from 0) of sorted distinct values with their counts, as it would be in
+/// the values sorted one by one; NaN past the end.
+pub fn value_at(sorted: &[(f64, u64)], position: u64) -> f64 {
+    let mut seen = 0;
+    for (value, n) in sorted {
+        seen += n;
+        if position < seen {
+            return *value;
+        }
+    }
+    f64::NAN
 }
 
 /// A sum of `f64`s kept exactly (Shewchuk's non-overlapping partials, as Python's `math.fsum`) and

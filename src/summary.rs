@@ -10,6 +10,7 @@ use polars::prelude::*;
 
 use crate::columns::{FieldValues, WorkUnit};
 use crate::compute::{MFU_FWD_BWD, MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, RESOLVED_DEVICE};
+use crate::stats::{value_at, Counted};
 
 /// Runs with fewer logged steps than this are flagged.
 pub const FEW_STEPS: usize = 10;
@@ -86,7 +87,8 @@ struct Accumulator {
     work_fb: f64,
     capacity_fb: f64,
     peaks: Vec<f64>,
-    mfus: Vec<f64>,
+    /// The rows' MFU, by distinct value (a console log's millions of rows hold a few thousand).
+    mfus: Counted,
     above_one: bool,
     /// Why rows of a known device have no peak, each once.
     no_peak: Vec<String>,
@@ -206,13 +208,51 @@ impl RunIndex {
 /// Summarises every run in `inputs`, runs in order of first appearance. `skip_steps` leaves out each run's
 /// first steps (warm-up): rows whose step is below the run's first step + `skip_steps`.
 pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<RunSummary>> {
-    // The runs in order of first appearance, and where each key's is.
-    let mut runs: Vec<Accumulator> = Vec::new();
-    let mut at: HashMap<Vec<Option<String>>, usize> = HashMap::new();
+    let mut runs = SummaryRuns::default();
     for input in inputs {
+        let index = RunIndex::of(input.frame, input.source, &input.group)?;
+        let v = input.values;
+        let spans: std::borrow::Cow<[f64]> = match &v.spans {
+            Some(spans) => std::borrow::Cow::Borrowed(spans),
+            None => std::borrow::Cow::Owned(step_spans(&index, &v.steps)),
+        };
+        // Each run's first step, for skipping warm-up.
+        let mut first: Vec<Option<f64>> = vec![None; index.keys.len()];
+        for row in 0..input.frame.height() {
+            if let Some(s) = v.steps[row] {
+                let e = first[index.run(row)].get_or_insert(s);
+                *e = e.min(s);
+            }
+        }
+        let rows = spans.iter().copied().enumerate().take(input.frame.height());
+        runs.add(input, &index, rows, |run| {
+            first[run].map(|s| s + skip_steps)
+        })?;
+    }
+    Ok(runs.finish())
+}
+
+/// The runs of [`summarize`], their rows added as they come: input by input, or window by window of a
+/// large console log (`pipeline::summary`), runs in order of first appearance.
+#[derive(Default)]
+pub struct SummaryRuns {
+    runs: Vec<Accumulator>,
+    at: HashMap<Vec<Option<String>>, usize>,
+}
+
+impl SummaryRuns {
+    /// Adds rows of `input` (whose runs are `index`), each with the steps it stands for; a row whose
+    /// step is below its run's `from` (warm-up) is left out.
+    pub fn add(
+        &mut self,
+        input: &SummaryInput,
+        index: &RunIndex,
+        rows: impl Iterator<Item = (usize, f64)>,
+        from: impl Fn(usize) -> Option<f64>,
+    ) -> PolarsResult<()> {
+        let SummaryRuns { runs, at } = self;
         let df = input.frame;
         let v = input.values;
-        let index = RunIndex::of(df, input.source, &input.group)?;
         // Each of this input's runs among all runs.
         let global: Vec<usize> = index
             .keys
@@ -240,22 +280,10 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
         fn text(column: &Option<StringChunked>, row: usize) -> Option<&str> {
             column.as_ref()?.get(row)
         }
-        let spans: std::borrow::Cow<[f64]> = match &v.spans {
-            Some(spans) => std::borrow::Cow::Borrowed(spans),
-            None => std::borrow::Cow::Owned(step_spans(&index, &v.steps)),
-        };
-        // Each run's first step, for skipping warm-up.
-        let mut first: Vec<Option<f64>> = vec![None; index.keys.len()];
-        for row in 0..df.height() {
-            if let Some(s) = v.steps[row] {
-                let e = first[index.run(row)].get_or_insert(s);
-                *e = e.min(s);
-            }
-        }
-        for (row, &span) in spans.iter().enumerate().take(df.height()) {
+        for (row, span) in rows {
             let run = index.run(row);
-            if let (Some(step), Some(start)) = (v.steps[row], first[run]) {
-                if step < start + skip_steps {
+            if let (Some(step), Some(from)) = (v.steps[row], from(run)) {
+                if step < from {
                     continue;
                 }
             }
@@ -337,13 +365,18 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
                 acc.capacity_fb += p * devices * tf * span;
             }
         }
+        Ok(())
     }
-    Ok(runs.into_iter().map(finish).collect())
+
+    /// Each run's summary.
+    pub fn finish(self) -> Vec<RunSummary> {
+        self.runs.into_iter().map(finish).collect()
+    }
 }
 
 fn finish(acc: Accumulator) -> RunSummary {
-    let mut mfus = acc.mfus.clone();
-    mfus.sort_by(f64::total_cmp);
+    let mfus = acc.mfus.sorted();
+    let quantile = |q: f64| quantile_counted(&mfus, acc.mfus.len(), q);
     let mut flags = Vec::new();
     if acc.unknown_device {
         flags.push("unknown device".to_string());
@@ -383,9 +416,9 @@ fn finish(acc: Accumulator) -> RunSummary {
         samples_per_second: rate(samples),
         mfu_wall_clock: (acc.capacity > 0.0).then(|| acc.work / acc.capacity),
         mfu_fwd_bwd: (acc.capacity_fb > 0.0).then(|| acc.work_fb / acc.capacity_fb),
-        mfu_wall_clock_p10: quantile(&mfus, 0.1),
-        mfu_wall_clock_p50: quantile(&mfus, 0.5),
-        mfu_wall_clock_p90: quantile(&mfus, 0.9),
+        mfu_wall_clock_p10: quantile(0.1),
+        mfu_wall_clock_p50: quantile(0.5),
+        mfu_wall_clock_p90: quantile(0.9),
         peak_flops_per_device: (acc.peaks.len() == 1).then(|| acc.peaks[0]),
         flags,
         // Filled by the pipeline, which audits the runs' own figures.
@@ -447,7 +480,7 @@ pub fn span_by_usual_gap(step: f64, usual_gap: Option<f64>) -> f64 {
 /// The most common step gap between consecutive rows that move forward (the smaller on a tie), where
 /// one is seen at least twice.
 fn most_common_gap(steps: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let mut gaps = crate::stats::Counted::default();
+    let mut gaps = Counted::default();
     let mut before: Option<f64> = None;
     for step in steps {
         if let (Some(b), Some(s)) = (before, step) {
@@ -461,7 +494,7 @@ fn most_common_gap(steps: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// [`most_common_gap`] of the gaps counted by value.
-pub fn most_common_gap_of(gaps: &crate::stats::Counted) -> Option<f64> {
+pub fn most_common_gap_of(gaps: &Counted) -> Option<f64> {
     let mut best: Option<(f64, u64)> = None;
     for (gap, n) in gaps.sorted() {
         if n >= 2 && best.is_none_or(|(_, most)| n > most) {
@@ -480,6 +513,17 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// [`quantile`] of `len` values held as sorted distinct values with their counts.
+pub fn quantile_counted(sorted: &[(f64, u64)], len: u64, q: f64) -> Option<f64> {
+    if len == 0 {
+        return None;
+    }
+    let pos = q * (len - 1) as f64;
+    let (lo, hi) = (pos.floor() as u64, pos.ceil() as u64);
+    let (low, high) = (value_at(sorted, lo), value_at(sorted, hi));
+    Some(low + (high - low) * (pos - lo as f64))
 }
 
 /// Column names of the machine formats, after the key columns.
@@ -587,6 +631,21 @@ mod tests {
         assert_eq!(quantile(&v, 0.9), Some(4.6));
         assert_eq!(quantile(&[], 0.5), None);
         assert_eq!(quantile(&[7.0], 0.9), Some(7.0));
+        // Held by distinct value, the same quantiles to the bit.
+        let values = [0.31, 0.2, 0.31, 0.45, 0.2, 0.2, 0.5, 0.33, 0.31, 0.1, 0.45];
+        for n in 0..=values.len() {
+            let mut sorted = values[..n].to_vec();
+            sorted.sort_by(f64::total_cmp);
+            let mut counted = Counted::default();
+            values[..n].iter().for_each(|v| counted.push(*v));
+            for q in [0.0, 0.1, 0.25, 0.5, 0.9, 1.0] {
+                assert_eq!(
+                    quantile_counted(&counted.sorted(), counted.len(), q).map(f64::to_bits),
+                    quantile(&sorted, q).map(f64::to_bits),
+                    "{n} values, q {q}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -927,8 +927,9 @@ fn reading_said(said: &str) -> Vec<String> {
 
 #[test]
 fn a_large_log_read_in_windows_gives_the_goodput_summary_and_audit_read_whole_gives() {
-    // Windows of 500 rows after a head of 64 KiB: the rows of every window are put together, with what
-    // the lines between them said (the checkpoints, each on the row after it).
+    // Windows of 500 rows after a head of 64 KiB: the rows of every window are folded into each
+    // command's figures, with what the lines between them said (the checkpoints, each on the row
+    // after it).
     let wd = Workdir::new("goodput_windows");
     wd.create("train.log", checkpointed_log(6_000, 500));
     let sizes = Some("65536,500,32,16384");
@@ -942,14 +943,11 @@ fn a_large_log_read_in_windows_gives_the_goodput_summary_and_audit_read_whole_gi
         );
         assert_eq!(windowed, whole, "{command}");
         assert_eq!(reading_said(&said), reading_said(&said_whole), "{command}");
-        // goodput and audit fold the windows (their rows never held at once); summary puts them
-        // together.
-        let how = if command == "summary" {
-            "their rows put together"
-        } else {
-            "folded window by window"
-        };
-        assert!(said.contains(how), "{command}: {said}");
+        // Each command folds the windows, their rows never held at once.
+        assert!(
+            said.contains("folded window by window"),
+            "{command}: {said}"
+        );
     }
     // Compressed, judged by its size once decompressed: the same.
     let zst =
@@ -1058,7 +1056,7 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
         torchtitan_log(&[(1, 300, 0), (251, 1500, 600), (1401, 3000, 300)]),
     );
     let sizes = Some("65536,500,32,16384");
-    for command in ["goodput", "audit"] {
+    for command in ["goodput", "audit", "summary"] {
         let (whole, _) = in_windows(&wd, command, "train.log", None);
         let (windowed, said) = in_windows(&wd, command, "train.log", sizes);
         assert!(
@@ -1067,6 +1065,35 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
         );
         assert_eq!(windowed, whole, "{command}");
     }
+    // Warm-up left out of the summary: the first step the first window holds is the log's.
+    let summary = |windows: Option<&str>| {
+        let mut mfu = wd.mfu();
+        if let Some(sizes) = windows {
+            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+        }
+        let args = [
+            "summary",
+            "train.log",
+            "--skip-steps",
+            "20",
+            "--format",
+            "csv",
+        ];
+        String::from_utf8(
+            mfu.args(args)
+                .args(FLAGS)
+                .assert()
+                .success()
+                .get_output()
+                .stdout
+                .clone(),
+        )
+        .unwrap()
+    };
+    let warm = summary(sizes);
+    assert_eq!(warm, summary(None));
+    // Steps 1..=20 left out of the 3,150 rows (150 run twice).
+    assert!(warm.contains(",3130,21,3000,"), "{warm}");
     let rows = ok_csv(
         wd.mfu()
             .env("MFU_CONSOLE_WINDOWS", "65536,500,32,16384")

@@ -14,7 +14,7 @@ use mfu::write::OutputFormat;
 
 use super::source::SourceArgs;
 use super::{
-    aligned_table, key_cells, run_per_run_folding, Gathered, RunsFormat, RunsOutput, RunsOutputArgs,
+    aligned_table, key_cells, run_per_run, Gathered, RunsFormat, RunsOutput, RunsOutputArgs,
 };
 
 /// Audit: the MFU (or TFLOP/s) the framework logged, against mfu's, with the reasons they differ.
@@ -68,7 +68,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
         audit_windows(plan, input, observer, &args.by, logged_peak, args.per_row)
     };
-    run_per_run_folding(&args.source, &options, &args.out, fold, |inputs, format| {
+    run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
         let (key_names, runs) = match inputs {
             Gathered::Folded(audited) => audited,
             Gathered::Loaded(loaded) => audit_runs(&loaded, &args.by, logged_peak, args.per_row)?,

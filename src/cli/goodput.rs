@@ -11,7 +11,7 @@ use mfu::pipeline::{Observer, Plan};
 use mfu::read::Input;
 
 use super::source::SourceArgs;
-use super::{aligned_table, key_cells, run_per_run_folding, Gathered, RunsOutput, RunsOutputArgs};
+use super::{aligned_table, key_cells, run_per_run, Gathered, RunsOutput, RunsOutputArgs};
 
 /// Goodput: of a run's elapsed time, how much trained the model, and where the rest went.
 ///
@@ -55,7 +55,7 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
         goodput_windows(plan, input, observer, &args.by)
     };
-    run_per_run_folding(&args.source, &options, &args.out, fold, |inputs, format| {
+    run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
         let (key_names, runs) = match inputs {
             Gathered::Folded(measured) => measured,
             Gathered::Loaded(loaded) => goodput_runs_owned(loaded, &args.by)?,

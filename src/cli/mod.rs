@@ -220,28 +220,6 @@ impl RunsOutput {
     }
 }
 
-/// What every per-run command does around its own work: the plan of `options`, the inputs loaded
-/// (progress on standard error), an output that may be a URL, the format chosen, `produce` asked for
-/// what to write (given the loaded inputs and that format), written atomically, uploaded, and the exit
-/// code (1 where an input failed).
-pub fn run_per_run(
-    source: &source::SourceArgs,
-    options: &mfu::pipeline::Options,
-    out: &RunsOutputArgs,
-    produce: impl FnOnce(Vec<(String, mfu::pipeline::Loaded)>, RunsFormat) -> anyhow::Result<RunsOutput>,
-) -> anyhow::Result<ExitCode> {
-    run_per_run_folding(
-        source,
-        options,
-        out,
-        |_, _, _| Ok(None::<((), WindowsRead)>),
-        |inputs, format| match inputs {
-            Gathered::Loaded(loaded) => produce(loaded, format),
-            Gathered::Folded(()) => unreachable!("this command folds no windows"),
-        },
-    )
-}
-
 /// What a per-run command works on: its inputs read whole, or its one input, a large console log,
 /// folded window by window by the command's own fold.
 pub enum Gathered<T> {
@@ -249,10 +227,15 @@ pub enum Gathered<T> {
     Folded(T),
 }
 
-/// [`run_per_run`] for a command that folds a large console log window by window: where the plan has
-/// one input, `fold` is tried first (`Ok(None)`: it is no such log, or its windows stopped, and it is read
-/// whole as before); what it says (`-v`, warnings) is said as a whole read's is.
-pub fn run_per_run_folding<T>(
+/// What every per-run command does around its own work: the plan of `options`, the inputs loaded
+/// (progress on standard error), an output that may be a URL, the format chosen, `produce` asked for
+/// what to write (given the inputs and that format), written atomically, uploaded, and the exit
+/// code (1 where an input failed).
+///
+/// Where the plan has one input, the command's `fold` is tried first: a large console log folded
+/// window by window (`Ok(None)`: it is no such log, or its windows stopped, and it is read whole as
+/// before); what the fold's reading says (`-v`, warnings) is said as a whole read's is.
+pub fn run_per_run<T>(
     source: &source::SourceArgs,
     options: &mfu::pipeline::Options,
     out: &RunsOutputArgs,

@@ -4,11 +4,15 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mfu::pipeline::summary::summarize_runs;
+use mfu::pipeline::summary::{summarize_runs, summary_windows};
+use mfu::pipeline::{Observer, Plan};
+use mfu::read::Input;
 use mfu::summary::{to_frame, RunSummary};
 
 use super::source::SourceArgs;
-use super::{aligned_table, key_cells, run_per_run, tflops_text, RunsOutput, RunsOutputArgs};
+use super::{
+    aligned_table, key_cells, run_per_run, tflops_text, Gathered, RunsOutput, RunsOutputArgs,
+};
 
 /// Summarise runs: aggregate MFU, throughput and percentiles, one row per run.
 ///
@@ -42,13 +46,16 @@ pub struct SummaryArgs {
 
 pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let options = args.source.options(None);
-    run_per_run(&args.source, &options, &args.out, |loaded, format| {
-        let (key_names, runs) = summarize_runs(
-            &loaded,
-            &args.by,
-            args.skip_steps as f64,
-            args.source.logged_peak_flops,
-        )?;
+    let (skip_steps, logged_peak) = (args.skip_steps as f64, args.source.logged_peak_flops);
+    // One large console log of one run is folded window by window, its rows never held at once.
+    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
+        summary_windows(plan, input, observer, &args.by, skip_steps, logged_peak)
+    };
+    run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
+        let (key_names, runs) = match inputs {
+            Gathered::Folded(summarized) => summarized,
+            Gathered::Loaded(loaded) => summarize_runs(&loaded, &args.by, skip_steps, logged_peak)?,
+        };
         RunsOutput::of(
             format,
             || table_text(&key_names, &runs),

@@ -2,10 +2,17 @@
 //! [`crate::summary::summarize`]. What `mfu summary` and the Python package's `summary` share.
 
 use crate::columns::{Field, FieldSource};
-use crate::summary::{summarize, RunSummary, SummaryInput};
+use crate::read::Input;
+use crate::stats::Counted;
+use crate::summary::{
+    most_common_gap_of, span_by_neighbours, span_by_usual_gap, summarize, GroupBy, RunIndex,
+    RunSummary, SummaryInput, SummaryRuns,
+};
 
+use super::audit::{AuditRuns, RunAudit};
 use super::runs::run_groups;
-use super::{Loaded, PipelineError};
+use super::windowed::FoldedRuns;
+use super::{Loaded, Observer, PipelineError, Plan};
 
 /// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
 /// keys (a column, or a field name such as `run_id`) or, without keys, each input's run_id field, else
@@ -23,25 +30,36 @@ pub fn summarize_runs(
     let inputs: Vec<SummaryInput> = loaded
         .iter()
         .zip(groups)
-        .map(|((display, l), group)| SummaryInput {
-            source: display,
-            frame: &l.enriched.frame,
-            values: &l.enriched.values,
-            device_column: match l.enriched.mapping.source(Field::DeviceName) {
-                FieldSource::Column { name, .. } => Some(name.as_str()),
-                _ => None,
-            },
-            group,
-        })
+        .map(|((display, l), group)| summary_input(display, l, group))
         .collect();
     let mut runs = summarize(&inputs, skip_steps).map_err(PipelineError::Combine)?;
     // Each run's framework figure, beside mfu's (`mfu audit`, over all of the run's rows).
     let (_, audits) = super::audit::audit_runs(loaded, by, logged_peak_flops, false)?;
+    with_audits(&mut runs, audits);
+    Ok((key_names, runs))
+}
+
+/// Input `display`'s table as the summary reads it.
+fn summary_input<'a>(display: &'a str, l: &'a Loaded, group: GroupBy) -> SummaryInput<'a> {
+    SummaryInput {
+        source: display,
+        frame: &l.enriched.frame,
+        values: &l.enriched.values,
+        device_column: match l.enriched.mapping.source(Field::DeviceName) {
+            FieldSource::Column { name, .. } => Some(name.as_str()),
+            _ => None,
+        },
+        group,
+    }
+}
+
+/// Each run's framework, its logged MFU and the audit's verdict, from the runs' audits.
+fn with_audits(runs: &mut [RunSummary], audits: Vec<RunAudit>) {
     let audits: std::collections::HashMap<_, _> = audits
         .into_iter()
         .filter_map(|a| Some((a.keys, a.audit?)))
         .collect();
-    for run in &mut runs {
+    for run in runs {
         if let Some(a) = audits.get(&run.keys) {
             run.framework = Some(a.framework.clone());
             run.mfu_logged = a.mfu_logged;
@@ -50,5 +68,167 @@ pub fn summarize_runs(
             run.audit = (!agrees).then(|| a.verdict.clone());
         }
     }
-    Ok((key_names, runs))
+}
+
+/// A log of one run folded window by window into its summary and audit: each row given with its span
+/// once the row after it is read (the last row of a window waits, its window held, for the next one).
+struct SummaryWindows<'a> {
+    by: &'a [String],
+    skip_steps: f64,
+    grouped: Option<(Vec<String>, GroupBy)>,
+    key: Option<Vec<Option<String>>>,
+    runs: SummaryRuns,
+    audits: AuditRuns,
+    /// The window before and its last row, not yet given.
+    held: Option<(Loaded, usize)>,
+    /// The step of the last row given (the next row's before), the last step seen and the gaps that
+    /// move forward, the steps whose span the neighbours did not tell (taken as one).
+    before: Option<f64>,
+    last_step: Option<f64>,
+    gaps: Counted,
+    guessed: Vec<f64>,
+    /// With warm-up left out: the first window's first step, which the whole log's must be.
+    first_step: Option<f64>,
+    lowest_step: Option<f64>,
+}
+
+/// Steps whose span the windows guessed, past which the log is read whole rather than checked.
+const GUESSED_AT_MOST: usize = 100_000;
+
+impl SummaryWindows<'_> {
+    fn span(&mut self, step: Option<f64>, after: Option<f64>) -> f64 {
+        let span = match step {
+            None => 1.0,
+            Some(step) => span_by_neighbours(step, self.before, after).unwrap_or_else(|| {
+                if self.guessed.len() <= GUESSED_AT_MOST {
+                    self.guessed.push(step);
+                }
+                span_by_usual_gap(step, None)
+            }),
+        };
+        if let (Some(b), Some(s)) = (self.last_step, step) {
+            if s > b {
+                self.gaps.push(s - b);
+            }
+        }
+        self.last_step = step.or(self.last_step);
+        self.before = step;
+        span
+    }
+
+    /// Gives `rows` of `l`, with their spans, to the summary.
+    fn give(
+        &mut self,
+        display: &str,
+        l: &Loaded,
+        rows: &[(usize, f64)],
+    ) -> Result<(), PipelineError> {
+        let (_, group) = self.grouped.as_ref().expect("grouped");
+        let input = summary_input(display, l, group.clone());
+        let index = RunIndex::of(input.frame, display, group).map_err(PipelineError::Combine)?;
+        let from = self
+            .first_step
+            .filter(|_| self.skip_steps > 0.0)
+            .map(|s| s + self.skip_steps);
+        self.runs
+            .add(&input, &index, rows.iter().copied(), |_| from)
+            .map_err(PipelineError::Combine)
+    }
+
+    /// Folds one window; `Ok(false)` where the log is more than one run.
+    fn window(&mut self, display: &str, l: Loaded) -> Result<bool, PipelineError> {
+        if self.grouped.is_none() {
+            let item = (display.to_string(), l);
+            let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
+            self.grouped = groups.into_iter().next().map(|g| (names, g));
+            return self.window(display, item.1);
+        }
+        let (_, group) = self.grouped.as_ref().expect("grouped");
+        let index =
+            RunIndex::of(&l.enriched.frame, display, group).map_err(PipelineError::Combine)?;
+        let key = match index.keys.as_slice() {
+            [key] => key.clone(),
+            _ => return Ok(false),
+        };
+        if self.key.get_or_insert_with(|| key.clone()) != &key {
+            return Ok(false);
+        }
+        let group = group.clone();
+        self.audits.add(&display.to_string(), &l, &group)?;
+        let steps = &l.enriched.values.steps;
+        let height = l.enriched.frame.height();
+        if steps.len() != height || height == 0 {
+            return Ok(height == 0);
+        }
+        for s in steps.iter().flatten() {
+            self.first_step.get_or_insert(*s);
+            self.lowest_step = Some(self.lowest_step.map_or(*s, |l| l.min(*s)));
+        }
+        if let Some((before, last)) = self.held.take() {
+            let span = self.span(before.enriched.values.steps[last], steps[0]);
+            self.give(display, &before, &[(last, span)])?;
+        }
+        let rows: Vec<(usize, f64)> = (0..height - 1)
+            .map(|row| (row, self.span(steps[row], steps[row + 1])))
+            .collect();
+        self.give(display, &l, &rows)?;
+        self.held = Some((l, height - 1));
+        Ok(true)
+    }
+}
+
+/// The summary of the one input `input` where it is a console log of one run read in windows: each
+/// window's rows added to the run's sums and its MFU's values counted by distinct value, none of them
+/// held; `Ok(None)` where it is to be read whole (a log of several runs; a span its run's most common
+/// gap decides; warm-up left out from a first step the first window does not hold). The same summary
+/// as [`summarize_runs`] of the log read whole.
+pub fn summary_windows(
+    plan: &Plan,
+    input: &Input,
+    observer: &dyn Observer,
+    by: &[String],
+    skip_steps: f64,
+    logged_peak_flops: Option<f64>,
+) -> Result<FoldedRuns<RunSummary>, PipelineError> {
+    let display = input.display.clone();
+    let mut windows = SummaryWindows {
+        by,
+        skip_steps,
+        grouped: None,
+        key: None,
+        runs: SummaryRuns::default(),
+        audits: AuditRuns::new(logged_peak_flops, false),
+        held: None,
+        before: None,
+        last_step: None,
+        gaps: Counted::default(),
+        guessed: Vec::new(),
+        first_step: None,
+        lowest_step: None,
+    };
+    let Some(read) =
+        plan.fold_windows(input, observer, &mut |w| windows.window(&display, w.loaded))?
+    else {
+        return Ok(None);
+    };
+    if let Some((last, row)) = windows.held.take() {
+        let span = windows.span(last.enriched.values.steps[row], None);
+        windows.give(&display, &last, &[(row, span)])?;
+    }
+    let gap = most_common_gap_of(&windows.gaps);
+    let spans_as_whole = windows.guessed.len() <= GUESSED_AT_MOST
+        && windows
+            .guessed
+            .iter()
+            .all(|step| span_by_usual_gap(*step, gap) == 1.0);
+    let warm_up_as_whole = skip_steps <= 0.0 || windows.first_step == windows.lowest_step;
+    let Some((key_names, _)) = windows.grouped.take() else {
+        return Ok(None);
+    };
+    if !spans_as_whole || !warm_up_as_whole {
+        return Ok(None);
+    }
+    let mut runs = windows.runs.finish();
+    with_audits(&mut runs, windows.audits.finish());
+    Ok(Some(((key_names, runs), read)))
 }
