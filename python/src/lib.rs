@@ -578,20 +578,37 @@ fn load_runs(
     Ok((loaded, warnings))
 }
 
+/// A per-run function's fold of one large console log, window by window (as `mfu summary`, `goodput`
+/// and `audit` fold it): its frame and the reading's warnings, or `None` where it is read whole.
+type Folded = Option<(mfu::write::Frame, Vec<String>)>;
+
 /// What the per-run functions share: the inputs (files or Arrow data) loaded without the GIL, `runs`
-/// made of them into a frame, and the frame handed to Python with the loading's warnings.
+/// made of them into a frame, and the frame handed to Python with the loading's warnings. One file is
+/// first offered to `fold`: a console log over 64 MiB is folded window by window, its rows never held
+/// at once.
 fn per_run_table<'py>(
     py: Python<'py>,
     paths: Option<Vec<String>>,
     data: Option<&Bound<'py, PyAny>>,
     options: Options,
     what: &str,
+    fold: impl FnOnce(&Plan, &mfu::read::Input) -> Result<Folded, PipelineError> + Send,
     runs: impl FnOnce(&[(String, mfu::pipeline::Loaded)]) -> Result<mfu::write::Frame, PipelineError>
         + Send,
 ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
     let imported = data.map(import_stream).transpose()?;
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
+            if let (Some(paths), None) = (&paths, &imported) {
+                let mut one = options.clone();
+                one.inputs = paths.clone();
+                let plan = Plan::new(&one)?;
+                if let [input] = plan.inputs.as_slice() {
+                    if let Some((frame, warnings)) = fold(&plan, input)? {
+                        return Ok((frame_batch(&frame, Default::default())?, warnings));
+                    }
+                }
+            }
             let (loaded, warnings) = load_runs(paths, imported, options, what)?;
             let frame = runs(&loaded)?;
             Ok((frame_batch(&frame, Default::default())?, warnings))
@@ -614,8 +631,25 @@ fn summary<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
     let options = options_from(options)?;
     let logged_peak_flops = options.logged_peak_flops;
-    per_run_table(py, paths, data, options, "summary", |loaded| {
-        let (keys, runs) = summarize_runs(loaded, &by, skip_steps as f64, logged_peak_flops)?;
+    let skip_steps = skip_steps as f64;
+    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
+        let folded = mfu::pipeline::summary::summary_windows(
+            plan,
+            input,
+            &Silent,
+            &by,
+            skip_steps,
+            logged_peak_flops,
+        )?;
+        folded
+            .map(|((keys, runs), read)| {
+                let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
+                Ok((frame, read.warnings))
+            })
+            .transpose()
+    };
+    per_run_table(py, paths, data, options, "summary", fold, |loaded| {
+        let (keys, runs) = summarize_runs(loaded, &by, skip_steps, logged_peak_flops)?;
         mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)
     })
 }
@@ -635,7 +669,17 @@ fn goodput<'py>(
     // A run's time needs only its steps and times, as on the command line.
     options.optional_fields = true;
     options.every_attempt = true;
-    per_run_table(py, paths, data, options, "goodput", |loaded| {
+    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
+        let folded = mfu::pipeline::goodput::goodput_windows(plan, input, &Silent, &by)?;
+        folded
+            .map(|((keys, runs), read)| {
+                let frame = mfu::pipeline::goodput::to_frame(&keys, &runs)
+                    .map_err(PipelineError::Combine)?;
+                Ok((frame, read.warnings))
+            })
+            .transpose()
+    };
+    per_run_table(py, paths, data, options, "goodput", fold, |loaded| {
         let (keys, runs) = mfu::pipeline::goodput::goodput_runs(loaded, &by)?;
         mfu::pipeline::goodput::to_frame(&keys, &runs).map_err(PipelineError::Combine)
     })
@@ -656,7 +700,24 @@ fn audit<'py>(
     // A figure is audited without a FLOPs count (the peak half), as on the command line.
     options.optional_fields = true;
     let logged_peak_flops = options.logged_peak_flops;
-    per_run_table(py, paths, data, options, "audit", |loaded| {
+    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
+        let folded = mfu::pipeline::audit::audit_windows(
+            plan,
+            input,
+            &Silent,
+            &by,
+            logged_peak_flops,
+            false,
+        )?;
+        folded
+            .map(|((keys, runs), read)| {
+                let frame =
+                    mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
+                Ok((frame, read.warnings))
+            })
+            .transpose()
+    };
+    per_run_table(py, paths, data, options, "audit", fold, |loaded| {
         let (keys, runs) = mfu::pipeline::audit::audit_runs(loaded, &by, logged_peak_flops, false)?;
         mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)
     })
