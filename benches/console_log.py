@@ -3,7 +3,13 @@ the same fields out of it (the anchor benches/console.sh times mfu against): eve
 line and its wall time (`re`), or only the step, the loss and a step time (`re-minimal`, the loop of
 the first measurements, kept to compare with them).
 
+`gen` repeats a few values (50 token rates, 11 MFU figures, one step time); `gen-noisy` draws each
+step's duration (0.8 to 1.3 s, to the millisecond) and token rate (5,000 to 9,999) at random, as a
+real run's jitter does, so the commands that count figures by distinct value (`summary`, `goodput`,
+`audit` of a log read in windows) meet thousands of them.
+
     python3 benches/console_log.py gen OUT.log SIZE_MB
+    python3 benches/console_log.py gen-noisy OUT.log SIZE_MB
     python3 benches/console_log.py re LOG
     python3 benches/console_log.py re-minimal LOG
 """
@@ -41,6 +47,31 @@ def gen(path, size_mb):
                 loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
                 mem=35.12 + (step % 7) / 100, pct=44.36, tps=6900 + step % 50,
                 tf=325.67 + (step % 13) / 10, mfu=32.93 + (step % 11) / 100,
+            )
+            out.write(line)
+            written += len(line)
+
+
+def gen_noisy(path, size_mb):
+    target = size_mb * 1024 * 1024
+    written = 0
+    step = 0
+    clock_ms = 0
+    state = 12345
+    with open(path, "w") as out:
+        out.write(HEAD)
+        while written < target:
+            step += 1
+            # A linear congruential generator: the same log on every machine.
+            state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+            clock_ms += 800 + (state >> 33) % 501
+            tps = 5000 + (state >> 17) % 5000
+            t = clock_ms // 1000 % 86400
+            line = LINE.format(
+                h=t // 3600, m=t // 60 % 60, s=t % 60, ms=clock_ms % 1000, step=step,
+                loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
+                mem=35.12 + (step % 7) / 100, pct=44.36, tps=tps,
+                tf=tps * 0.0472, mfu=tps * 0.00477,
             )
             out.write(line)
             written += len(line)
@@ -107,6 +138,8 @@ def pull_minimal(path):
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "gen-noisy":
+        gen_noisy(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "re-minimal":
         pull_minimal(sys.argv[2])
     else:
