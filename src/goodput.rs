@@ -329,6 +329,8 @@ pub struct Accounts<'w> {
     resumed: usize,
     kept_flops: f64,
     flops_known: bool,
+    /// Rows not weighed: not those the survey saw.
+    unsurveyed: usize,
     /// Per attempt: when its first step started, its last row's wall time, whether the run clock says
     /// the run was down before it, and its rows' devices and capacities (each row's own, else the
     /// run's).
@@ -370,14 +372,24 @@ impl<'w> Accounts<'w> {
             resumed: 0,
             kept_flops: -0.0,
             flops_known: true,
+            unsurveyed: 0,
             attempts: Vec::with_capacity(w.starts.len()),
         }
     }
 
-    /// The next row of the run (the rows the survey saw, in the same order).
+    /// The next row of the run (the rows the survey saw, in the same order). A row the survey did not
+    /// see (a log read twice that grew in between), or one without the wall time every row the survey
+    /// saw had, is not weighed: [`Accounts::as_surveyed`] then says so.
     pub fn push(&mut self, r: &Row) {
         let w = self.w;
         let i = self.row;
+        let before_wall = self.before.as_ref().and_then(|b| b.wall_time);
+        let untimed = r.wall_time.is_none() || (i > 0 && before_wall.is_none());
+        if i >= w.rows || (w.timed && untimed) {
+            self.unsurveyed += 1;
+            return;
+        }
+        let wall = r.wall_time.unwrap_or(f64::NAN);
         if w.starts.get(self.attempt + 1) == Some(&i) {
             self.attempt += 1;
         }
@@ -414,13 +426,7 @@ impl<'w> Accounts<'w> {
         let devices = positive(r.devices).or(w.run_devices).unwrap_or(0.0);
         let capacity = positive(r.capacity).or(w.run_capacity).unwrap_or(0.0);
         let step_part = if w.timed {
-            let wall = r.wall_time.expect("timed");
-            let before_wall = || {
-                self.before
-                    .as_ref()
-                    .and_then(|b| b.wall_time)
-                    .expect("timed")
-            };
+            let before_wall = || before_wall.unwrap_or(wall);
             if first {
                 self.attempts.push(AttemptSpan {
                     start: wall - row_time.unwrap_or(0.0),
@@ -430,10 +436,12 @@ impl<'w> Accounts<'w> {
                     capacities: Counted::default(),
                 });
             }
-            let attempt = self.attempts.last_mut().expect("the first row starts one");
-            attempt.end = wall;
-            attempt.devices.push(devices);
-            attempt.capacities.push(capacity);
+            // The first row starts one.
+            if let Some(attempt) = self.attempts.last_mut() {
+                attempt.end = wall;
+                attempt.devices.push(devices);
+                attempt.capacities.push(capacity);
+            }
             if let Some(down) = down {
                 // The run was down, then ran for the rest of the interval: start-up and any steps
                 // run again that the log does not hold, then this row's step(s), counted at the ideal
@@ -496,6 +504,11 @@ impl<'w> Accounts<'w> {
         }
         self.before = Some(*r);
         self.row += 1;
+    }
+
+    /// Whether the rows weighed are the rows the survey saw, no more, no fewer.
+    pub fn as_surveyed(&self) -> bool {
+        self.unsurveyed == 0 && self.row == self.w.rows
     }
 
     /// Where the run's time went.
@@ -630,7 +643,6 @@ impl<'w> Accounts<'w> {
             (Some(_), Some(_)) => Some((elapsed_device_s - self.productive_device_s) / 3600.0),
             _ => None,
         };
-        debug_assert_eq!(self.row, w.rows, "the rows the survey saw");
         no_impossible_figure(&mut out);
         out
     }
@@ -755,6 +767,35 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-6)
+    }
+
+    #[test]
+    fn accounts_weigh_only_the_rows_their_survey_saw() {
+        // A log read twice that grew in between: the second pass's extra row is not weighed, and
+        // the accounts say they are not the survey's; nor is a row without the wall time every
+        // surveyed row had. Neither panics.
+        let rows = timeline(&[(1..=20, 0.0), (15..=30, 60.0)], 2.0, 30.0, &[]);
+        let mut survey = Survey::default();
+        rows.iter().for_each(|r| survey.push(r));
+        let weights = survey.finish().expect("rows");
+        let mut accounts = Accounts::new(&weights);
+        rows.iter().for_each(|r| accounts.push(r));
+        assert!(accounts.as_surveyed());
+        assert_eq!(accounts.finish(), measure(&rows));
+        let mut grown = Accounts::new(&weights);
+        rows.iter().chain(rows.last()).for_each(|r| grown.push(r));
+        assert!(!grown.as_surveyed());
+        let mut untimed = Accounts::new(&weights);
+        for (i, r) in rows.iter().enumerate() {
+            let mut r = *r;
+            if i == 7 {
+                r.wall_time = None;
+            }
+            untimed.push(&r);
+        }
+        assert!(!untimed.as_surveyed());
+        let g = untimed.finish();
+        assert!(g.goodput.is_none_or(|g| (0.0..=1.0).contains(&g)), "{g:?}");
     }
 
     #[test]

@@ -981,6 +981,11 @@ fn a_relaunch_after_the_head_stops_the_windows_and_the_log_is_read_whole() {
     let (whole, _) = in_windows(&wd, "goodput", "train.log", None);
     let (windowed, said) = in_windows(&wd, "goodput", "train.log", Some("65536,500,32,16384"));
     assert!(said.contains("read whole ("), "{said}");
+    // `-v` says why the log was not folded.
+    assert!(
+        said.contains("not folded window by window (the step counter goes back (3000 to 2501)"),
+        "{said}"
+    );
     assert_eq!(windowed, whole);
     let rows = csv_rows(&whole);
     assert_eq!(rows[0]["attempts"], "2");

@@ -642,6 +642,7 @@ fn summary<'py>(
             logged_peak_flops,
         )?;
         folded
+            .ok()
             .map(|((keys, runs), read)| {
                 let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
                 Ok((frame, read.warnings))
@@ -672,6 +673,7 @@ fn goodput<'py>(
     let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
         let folded = mfu::pipeline::goodput::goodput_windows(plan, input, &Silent, &by)?;
         folded
+            .ok()
             .map(|((keys, runs), read)| {
                 let frame = mfu::pipeline::goodput::to_frame(&keys, &runs)
                     .map_err(PipelineError::Combine)?;
@@ -710,6 +712,7 @@ fn audit<'py>(
             false,
         )?;
         folded
+            .ok()
             .map(|((keys, runs), read)| {
                 let frame =
                     mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;

@@ -19,7 +19,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use mfu::peaks::{Dtype, PeakTable, ResolveOptions, Resolver};
-use mfu::pipeline::windowed::WindowsRead;
+use mfu::pipeline::windowed::{Whole, WindowsRead};
 use mfu::pipeline::Observer;
 
 /// Honest MFU from the logs of finished training runs.
@@ -233,8 +233,9 @@ pub enum Gathered<T> {
 /// code (1 where an input failed).
 ///
 /// Where the plan has one input, the command's `fold` is tried first: a large console log folded
-/// window by window (`Ok(None)`: it is no such log, or its windows stopped, and it is read whole as
-/// before); what the fold's reading says (`-v`, warnings) is said as a whole read's is.
+/// window by window (`Err`: it is no such log, or it cannot be folded as it reads whole, and it is
+/// read whole as before, `-v` saying why); what the fold's reading says (`-v`, warnings) is said as a
+/// whole read's is.
 pub fn run_per_run<T>(
     source: &source::SourceArgs,
     options: &mfu::pipeline::Options,
@@ -243,7 +244,7 @@ pub fn run_per_run<T>(
         &mfu::pipeline::Plan,
         &mfu::read::Input,
         &dyn mfu::pipeline::Observer,
-    ) -> Result<Option<(T, WindowsRead)>, mfu::pipeline::PipelineError>,
+    ) -> Result<Result<(T, WindowsRead), Whole>, mfu::pipeline::PipelineError>,
     produce: impl FnOnce(Gathered<T>, RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
     // `-o -` is standard output, as it is for `mfu enrich`, not a file named `-`.
@@ -266,14 +267,24 @@ pub fn run_per_run<T>(
         [input] => {
             let terminal = source::Terminal::new(1, source.report.quiet);
             let folded = fold(&plan, input, &terminal)?;
-            if let Some((_, read)) = &folded {
-                for line in &read.verbose {
-                    terminal.on(mfu::pipeline::Event::Verbose(line));
+            match &folded {
+                Ok((_, read)) => {
+                    for line in &read.verbose {
+                        terminal.on(mfu::pipeline::Event::Verbose(line));
+                    }
+                    terminal.on(mfu::pipeline::Event::InputDone { rows: read.rows });
                 }
-                terminal.on(mfu::pipeline::Event::InputDone { rows: read.rows });
+                Err(Some(why)) if options.verbose => {
+                    let line = format!(
+                        "{}: not folded window by window ({why}); the whole-input way reads it",
+                        input.display
+                    );
+                    terminal.on(mfu::pipeline::Event::Verbose(&line));
+                }
+                Err(_) => {}
             }
             terminal.finish();
-            folded
+            folded.ok()
         }
         _ => None,
     };

@@ -12,7 +12,7 @@ use crate::peaks::precision::parse_dtype;
 use crate::summary::{GroupBy, RunIndex};
 
 use super::runs::run_groups;
-use super::windowed::FoldedRuns;
+use super::windowed::{Fold, FoldedRuns};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 use crate::read::Input;
@@ -556,8 +556,8 @@ pub fn notes_of(run: &RunAudit) -> Vec<String> {
 }
 
 /// The audit of the one input `input` where it is a console log read in windows: each window's rows
-/// folded into their runs ([`Plan::fold_windows`]), none of them held; `Ok(None)` where it is to be
-/// read whole. The same audit as [`audit_runs`] of the log read whole.
+/// folded into their runs ([`Plan::fold_windows`]), none of them held; `Err` where it is to be read
+/// whole (and why). The same audit as [`audit_runs`] of the log read whole.
 pub fn audit_windows(
     plan: &Plan,
     input: &Input,
@@ -574,14 +574,13 @@ pub fn audit_windows(
             let (names, groups) = run_groups(std::slice::from_ref(&item), by)?;
             grouped = groups.into_iter().next().map(|g| (names, g));
         }
-        let Some((_, group)) = &grouped else {
-            return Ok(true);
-        };
-        runs.add(&item.0, &item.1, group)?;
-        Ok(true)
+        if let Some((_, group)) = &grouped {
+            runs.add(&item.0, &item.1, group)?;
+        }
+        Ok(Fold::On)
     })?;
     Ok(read.and_then(|read| {
-        let (names, _) = grouped?;
-        Some(((names, runs.finish()), read))
+        let (names, _) = grouped.ok_or(None)?;
+        Ok(((names, runs.finish()), read))
     }))
 }

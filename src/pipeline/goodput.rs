@@ -15,7 +15,7 @@ use crate::summary::{
 };
 
 use super::runs::run_groups;
-use super::windowed::{FoldedRuns, Window};
+use super::windowed::{Fold, FoldedRuns, Window};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 
@@ -1072,20 +1072,23 @@ impl<'w> WindowsPass<'w> {
         }
     }
 
-    /// Folds one window's rows into their runs; `Ok(false)` where the window reads otherwise than the
-    /// first (its clock chosen otherwise), or its runs are launch folders to join (read whole).
-    fn window(&mut self, display: &str, window: Window) -> Result<bool, PipelineError> {
+    /// Folds one window's rows into their runs; stops where the window reads otherwise than the first
+    /// (its clock chosen otherwise), or its runs may be launch folders to join (read whole).
+    fn window(&mut self, display: &str, window: Window) -> Result<Fold, PipelineError> {
+        let stop = |why: &str| Ok(Fold::Stop(why.to_string()));
         let item = (display.to_string(), window.loaded);
         if self.grouped.is_none() {
             let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
             // Runs keyed by run_id may be a parent's launch folders, joined only when read whole.
             if names == ["run_id"] {
-                return Ok(false);
+                return stop(
+                    "runs keyed by run_id may be launch folders, joined only when read whole",
+                );
             }
             self.grouped = groups.into_iter().next().map(|g| (names, g));
         }
         let Some((_, group)) = &self.grouped else {
-            return Ok(false);
+            return stop("it has no rows");
         };
         let columns = table_columns(display, &item.1, group)?;
         let height = columns.height;
@@ -1098,7 +1101,7 @@ impl<'w> WindowsPass<'w> {
                 self.numeric_wall = numeric_wall;
             }
             Some(first) if *first != chose || self.numeric_wall != numeric_wall => {
-                return Ok(false)
+                return stop("a window picks its wall clock otherwise than the first");
             }
             Some(_) => {}
         }
@@ -1127,7 +1130,9 @@ impl<'w> WindowsPass<'w> {
                                 // A run the first pass did not see: not the same windows.
                                 Some(weights) => match weights.get(at) {
                                     Some((w, gap)) => (*gap, RunFold::Accounts(Accounts::new(w))),
-                                    None => return Ok(false),
+                                    None => {
+                                        return stop("the second pass met a run the first did not")
+                                    }
                                 },
                             };
                             self.runs.push(RunStream::new(fold.0, fold.1));
@@ -1143,34 +1148,47 @@ impl<'w> WindowsPass<'w> {
             let r = rows.row(row);
             self.runs[at].push(r);
         }
-        Ok(true)
+        Ok(Fold::On)
     }
 
-    /// Ends every run; `false` where a run's rows needed what the windows do not read as the whole log
-    /// reads (the log is then read whole): a step time on no row, an attempt to time by its wall clock,
-    /// a span that the run's most common gap decides, a numeric clock that goes back too often.
-    fn finish(&mut self) -> bool {
-        let clock = !(self.numeric_wall && self.pairs > 0 && self.back * 10 > self.pairs);
+    /// Ends every run; `Err` (why) where a run's rows needed what the windows do not read as the whole
+    /// log reads (the log is then read whole): a step time on no row, an attempt to time by its wall
+    /// clock, a span that the run's most common gap decides, a numeric clock that goes back too often.
+    fn finish(&mut self) -> Result<(), String> {
         self.runs.iter_mut().for_each(RunStream::finish);
-        clock
-            && self.runs.iter().all(|run| {
-                let gap = most_common_gap_of(&run.spans.gaps);
-                run.any_step
-                    && !run.untimed_attempt
-                    && run.spans.guessed.len() <= GUESSED_AT_MOST
-                    && run
-                        .spans
-                        .guessed
-                        .iter()
-                        .all(|step| span_by_usual_gap(*step, gap) == 1.0)
-            })
+        if self.numeric_wall && self.pairs > 0 && self.back * 10 > self.pairs {
+            return Err(
+                "its wall-time column goes back between more than a tenth of its rows".into(),
+            );
+        }
+        for run in &self.runs {
+            let gap = most_common_gap_of(&run.spans.gaps);
+            if !run.any_step {
+                return Err("a run has no step time: its rows are weighed as read whole".into());
+            }
+            if run.untimed_attempt {
+                return Err("an attempt logged no step time: it is timed by its wall clock, over all its rows".into());
+            }
+            let guessed = &run.spans.guessed;
+            if guessed.len() > GUESSED_AT_MOST
+                || guessed
+                    .iter()
+                    .any(|step| span_by_usual_gap(*step, gap) != 1.0)
+            {
+                return Err(
+                    "a row's span is its run's most common step gap, known once every row is read"
+                        .into(),
+                );
+            }
+        }
+        Ok(())
     }
 }
 
 /// The goodput of the one input `input` where it is a console log read in windows: its windows read
 /// twice, first to survey each run (where its attempts start, its step times' order statistics, its
-/// devices), then to weigh each row, none of them held; `Ok(None)` where it is to be read whole (see
-/// [`WindowsPass::finish`]). The same goodput as [`goodput_runs`] of the log read whole.
+/// devices), then to weigh each row, none of them held; `Err` where it is to be read whole, and why
+/// (see [`WindowsPass::finish`]). The same goodput as [`goodput_runs`] of the log read whole.
 pub fn goodput_windows(
     plan: &Plan,
     input: &Input,
@@ -1179,12 +1197,14 @@ pub fn goodput_windows(
 ) -> Result<FoldedRuns<RunGoodput>, PipelineError> {
     let display = input.display.clone();
     let mut survey = WindowsPass::new(by, None);
-    let Some(_) = plan.fold_windows(input, observer, &mut |w| survey.window(&display, w))? else {
-        return Ok(None);
-    };
-    if !survey.finish() {
-        return Ok(None);
+    let whole = |why: String| Ok(Err(Some(why)));
+    if let Err(why) = plan.fold_windows(input, observer, &mut |w| survey.window(&display, w))? {
+        return Ok(Err(why));
     }
+    if let Err(why) = survey.finish() {
+        return whole(why);
+    }
+    // A run whose rows were all left out has no survey (reading whole says so).
     let weights: Vec<(Weights, Option<f64>)> = survey
         .runs
         .iter_mut()
@@ -1200,21 +1220,32 @@ pub fn goodput_windows(
         .collect::<Option<_>>()
         .unwrap_or_default();
     if weights.len() != survey.runs.len() {
-        return Ok(None);
+        return whole("a run's rows are all left out as no steps".into());
     }
     let mut accounts = WindowsPass::new(by, Some(&weights));
-    let Some(read) = plan.fold_windows(input, observer, &mut |w| accounts.window(&display, w))?
-    else {
-        return Ok(None);
+    let read = match plan.fold_windows(input, observer, &mut |w| accounts.window(&display, w))? {
+        Ok(read) => read,
+        Err(why) => return Ok(Err(why)),
     };
-    if !accounts.finish() || accounts.order != survey.order {
-        return Ok(None);
+    if let Err(why) = accounts.finish() {
+        return whole(why);
     }
-    let (mut key_names, _) = accounts.grouped.take().expect("a window was folded");
+    // A log that grew between the passes (a run still writing it) gives rows the survey did not see.
+    let as_surveyed = accounts.runs.iter().all(|run| match &run.fold {
+        RunFold::Accounts(a) => a.as_surveyed(),
+        RunFold::Survey(_) => false,
+    });
+    if !as_surveyed || accounts.order != survey.order {
+        return whole("the log changed between the two passes (a run still writing it)".into());
+    }
+    let (Some((mut key_names, _)), Some((wall_time_column, refused))) =
+        (accounts.grouped.take(), accounts.wall.take())
+    else {
+        return whole("it has no rows".into());
+    };
     if key_names == ["source_file"] {
         key_names = vec!["input".into()];
     }
-    let (wall_time_column, refused) = accounts.wall.take().expect("a window was folded");
     let measured = accounts
         .order
         .into_iter()
@@ -1240,7 +1271,7 @@ pub fn goodput_windows(
             }
         })
         .collect();
-    Ok(Some(((key_names, measured), read)))
+    Ok(Ok(((key_names, measured), read)))
 }
 
 #[cfg(test)]

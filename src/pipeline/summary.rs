@@ -11,7 +11,7 @@ use crate::summary::{
 
 use super::audit::{AuditRuns, RunAudit};
 use super::runs::run_groups;
-use super::windowed::FoldedRuns;
+use super::windowed::{Fold, FoldedRuns};
 use super::{Loaded, Observer, PipelineError, Plan};
 
 /// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
@@ -135,8 +135,8 @@ impl SummaryWindows<'_> {
             .map_err(PipelineError::Combine)
     }
 
-    /// Folds one window; `Ok(false)` where the log is more than one run.
-    fn window(&mut self, display: &str, l: Loaded) -> Result<bool, PipelineError> {
+    /// Folds one window; stops where the log is more than one run.
+    fn window(&mut self, display: &str, l: Loaded) -> Result<Fold, PipelineError> {
         if self.grouped.is_none() {
             let item = (display.to_string(), l);
             let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
@@ -146,19 +146,23 @@ impl SummaryWindows<'_> {
         let (_, group) = self.grouped.as_ref().expect("grouped");
         let index =
             RunIndex::of(&l.enriched.frame, display, group).map_err(PipelineError::Combine)?;
+        let several = || Ok(Fold::Stop("it holds more than one run".into()));
         let key = match index.keys.as_slice() {
             [key] => key.clone(),
-            _ => return Ok(false),
+            _ => return several(),
         };
         if self.key.get_or_insert_with(|| key.clone()) != &key {
-            return Ok(false);
+            return several();
         }
         let group = group.clone();
         self.audits.add(&display.to_string(), &l, &group)?;
         let steps = &l.enriched.values.steps;
         let height = l.enriched.frame.height();
-        if steps.len() != height || height == 0 {
-            return Ok(height == 0);
+        if height == 0 {
+            return Ok(Fold::On);
+        }
+        if steps.len() != height {
+            return Ok(Fold::Stop("its rows have no steps".into()));
         }
         for s in steps.iter().flatten() {
             self.first_step.get_or_insert(*s);
@@ -173,15 +177,15 @@ impl SummaryWindows<'_> {
             .collect();
         self.give(display, &l, &rows)?;
         self.held = Some((l, height - 1));
-        Ok(true)
+        Ok(Fold::On)
     }
 }
 
 /// The summary of the one input `input` where it is a console log of one run read in windows: each
 /// window's rows added to the run's sums and its MFU's values counted by distinct value, none of them
-/// held; `Ok(None)` where it is to be read whole (a log of several runs; a span its run's most common
-/// gap decides; warm-up left out from a first step the first window does not hold). The same summary
-/// as [`summarize_runs`] of the log read whole.
+/// held; `Err` where it is to be read whole, and why (a log of several runs; a span its run's most
+/// common gap decides; warm-up left out from a first step the first window does not hold). The same
+/// summary as [`summarize_runs`] of the log read whole.
 pub fn summary_windows(
     plan: &Plan,
     input: &Input,
@@ -206,11 +210,11 @@ pub fn summary_windows(
         first_step: None,
         lowest_step: None,
     };
-    let Some(read) =
-        plan.fold_windows(input, observer, &mut |w| windows.window(&display, w.loaded))?
-    else {
-        return Ok(None);
-    };
+    let read =
+        match plan.fold_windows(input, observer, &mut |w| windows.window(&display, w.loaded))? {
+            Ok(read) => read,
+            Err(whole) => return Ok(Err(whole)),
+        };
     if let Some((last, row)) = windows.held.take() {
         let span = windows.span(last.enriched.values.steps[row], None);
         windows.give(&display, &last, &[(row, span)])?;
@@ -222,13 +226,19 @@ pub fn summary_windows(
             .iter()
             .all(|step| span_by_usual_gap(*step, gap) == 1.0);
     let warm_up_as_whole = skip_steps <= 0.0 || windows.first_step == windows.lowest_step;
+    let whole = |why: &str| Ok(Err(Some(why.to_string())));
     let Some((key_names, _)) = windows.grouped.take() else {
-        return Ok(None);
+        return whole("it has no rows");
     };
-    if !spans_as_whole || !warm_up_as_whole {
-        return Ok(None);
+    if !spans_as_whole {
+        return whole(
+            "a row's span is its run's most common step gap, known once every row is read",
+        );
+    }
+    if !warm_up_as_whole {
+        return whole("--skip-steps counts from a first step later than the run's lowest");
     }
     let mut runs = windows.runs.finish();
     with_audits(&mut runs, windows.audits.finish());
-    Ok(Some(((key_names, runs), read)))
+    Ok(Ok(((key_names, runs), read)))
 }

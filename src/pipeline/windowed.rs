@@ -1,14 +1,14 @@
 //! A console log larger than a window's head, folded window by window: each window's rows read to the
 //! head's choices (`read::console::windows`), enriched, and handed to a command's fold, then let go.
-//! What `mfu audit` and `mfu goodput` of one such log hold is then their folds (counts, and each
-//! median's values by distinct value), not the log's rows: the 1 and 4 GiB bench logs' audits in about
-//! 220 MiB (docs/memory.md).
+//! What `mfu summary`, `goodput` and `audit` of one such log hold is then their folds (counts, and each
+//! median's values by distinct value), not the log's rows: the 1 and 4 GiB bench logs' summaries,
+//! goodputs and audits in 165 to 245 MiB (docs/memory.md).
 //!
 //! A window is given to the fold as a [`Loaded`] of its own rows, its marks numbered from its first
 //! row, so the fold reads it as it would read a whole input. Where the windows stop (the rest of the log
 //! does not read to the head's choices), or a window's enrichment maps its columns otherwise than the
-//! first's, the fold is told nothing more and `Ok(None)` says the log is to be read whole: what was
-//! folded is then thrown away by the caller.
+//! first's, or the fold itself stops ([`Fold::Stop`]), the fold is told nothing more and the log is to
+//! be read whole, for a reason `-v` gives: what was folded is then thrown away by the caller.
 
 use std::time::Instant;
 
@@ -31,9 +31,19 @@ pub struct WindowsRead {
     pub rows: usize,
 }
 
+/// Why a log is read whole rather than folded: `None` where it is no console log read in windows
+/// (nothing to say).
+pub type Whole = Option<String>;
+
 /// What a command folded of a log's windows: its key column names and runs, and what the reading
-/// said; `None` where the log is to be read whole.
-pub type FoldedRuns<R> = Option<((Vec<String>, Vec<R>), WindowsRead)>;
+/// said; or why the log is to be read whole.
+pub type FoldedRuns<R> = Result<((Vec<String>, Vec<R>), WindowsRead), Whole>;
+
+/// A fold's answer to a window: go on to the next, or stop, the log to be read whole, for this reason.
+pub enum Fold {
+    On,
+    Stop(String),
+}
 
 /// One window, enriched, and the rows of the log before it.
 pub struct Window {
@@ -42,19 +52,26 @@ pub struct Window {
 }
 
 impl Plan {
-    /// Folds the console log `input` window by window into `fold` (see the module's doc); `Ok(None)`
-    /// where it is no log read in windows, its windows stop, or `fold` gives `Ok(false)` (it cannot
-    /// fold this log as the whole log reads), and it is to be read whole.
+    /// Folds the console log `input` window by window into `fold` (see the module's doc); `Err` where
+    /// it is to be read whole: it is no log read in windows, its windows stop, or `fold` stops (it
+    /// cannot fold this log as the whole log reads).
     pub fn fold_windows(
         &self,
         input: &Input,
         observer: &dyn Observer,
-        fold: &mut dyn FnMut(Window) -> Result<bool, PipelineError>,
-    ) -> Result<Option<WindowsRead>, PipelineError> {
+        fold: &mut dyn FnMut(Window) -> Result<Fold, PipelineError>,
+    ) -> Result<Result<WindowsRead, Whole>, PipelineError> {
         let started = Instant::now();
-        let Ok(Some(mut windows)) = console_in_windows(input, &self.read, window_sizes()) else {
-            return Ok(None);
+        let mut windows = match console_in_windows(input, &self.read, window_sizes()) {
+            Ok(Some(windows)) => windows,
+            Ok(None) => return Ok(Err(None)),
+            Err(reason) => {
+                return Ok(Err(Some(format!(
+                    "it cannot be read in windows ({reason})"
+                ))))
+            }
         };
+        let whole = |why: &str| Ok(Err(Some(why.to_string())));
         let shape = windows.shape;
         let options = self.options.for_input(
             shape.timing_optional(),
@@ -67,7 +84,7 @@ impl Plan {
         let mut marks: Vec<(usize, Mark)> = Vec::new();
         let mut next = match windows.next_frame() {
             Ok(frame) => frame,
-            Err(_) => return Ok(None),
+            Err(reason) => return whole(&reason),
         };
         let mut first_row = 0;
         while let Some(frame) = next.take() {
@@ -75,12 +92,12 @@ impl Plan {
             // this window's rows, and after the last one, its last row.
             next = match windows.next_frame() {
                 Ok(frame) => frame,
-                Err(_) => return Ok(None),
+                Err(reason) => return whole(&reason),
             };
             marks.extend(windows.take_marks());
             let rows = frame.height();
             let Ok(enriched) = enrich_frame(frame, &options) else {
-                return Ok(None);
+                return whole("a window could not be enriched");
             };
             // A running total differenced, or `--window`, needs the rows before each window; a log
             // without a step column numbers its rows from each window's first.
@@ -88,8 +105,11 @@ impl Plan {
                 enriched.mapping.source(Field::Step),
                 FieldSource::Column { .. }
             );
-            if !stepped || !super::stream::row_local(&enriched.mapping, self) {
-                return Ok(None);
+            if !stepped {
+                return whole("it has no step column");
+            }
+            if !super::stream::row_local(&enriched.mapping, self) {
+                return whole("cumulative counters or --window need the rows before each window");
             }
             match seen.as_mut() {
                 None => {
@@ -114,7 +134,7 @@ impl Plan {
                         || first.column_warnings != enriched.column_warnings
                         || first.renamed != enriched.renamed =>
                 {
-                    return Ok(None);
+                    return whole("a window maps its columns otherwise than the first");
                 }
                 Some(_) => {}
             }
@@ -148,13 +168,13 @@ impl Plan {
                 },
                 first_row,
             })?;
-            if !folded {
-                return Ok(None);
+            if let Fold::Stop(why) = folded {
+                return whole(&why);
             }
             first_row = end;
         }
         let Some(mut seen) = seen else {
-            return Ok(None);
+            return whole("it has no rows");
         };
         let bytes = windows.bytes_read();
         let (notes, warnings) = windows.finish();
@@ -171,7 +191,7 @@ impl Plan {
                 started.elapsed().as_secs_f64()
             )));
         }
-        Ok(Some(WindowsRead {
+        Ok(Ok(WindowsRead {
             verbose: self.verbose_lines(input, &seen),
             warnings: self.warnings(input, &seen),
             rows: seen.rows,
