@@ -455,6 +455,71 @@ pub fn step_spans(runs: &RunIndex, steps: &[Option<f64>]) -> Vec<f64> {
     spans
 }
 
+/// Each row's span ([`step_spans`]) worked out as a run's rows come in order, for a log folded window by
+/// window: the row before's step is kept, the row after's given. Where the run's most common gap is not
+/// known yet (the log's first pass), a row its neighbours do not tell is taken to stand for one step
+/// and its step kept, to check once every gap is seen ([`Spans::guesses_hold`]).
+#[derive(Debug, Clone, Default)]
+pub struct Spans {
+    usual_gap: Option<f64>,
+    /// The step of the row before (`None` where it has none).
+    before: Option<f64>,
+    /// The gaps between the run's rows that move forward, and the last step seen.
+    gaps: Counted,
+    last_step: Option<f64>,
+    /// The steps of the rows taken to stand for one step, at most [`GUESSED_AT_MOST`] + 1.
+    guessed: Vec<f64>,
+}
+
+/// Rows whose span a fold guessed, past which the log is read whole rather than checked.
+pub const GUESSED_AT_MOST: usize = 100_000;
+
+impl Spans {
+    /// Spans of a run whose most common gap is `usual_gap` (known from a first pass).
+    pub fn with_usual_gap(usual_gap: Option<f64>) -> Spans {
+        Spans {
+            usual_gap,
+            ..Spans::default()
+        }
+    }
+
+    /// The span of the run's next row, at `step`; the row after it is at `after`.
+    pub fn next(&mut self, step: Option<f64>, after: Option<f64>) -> f64 {
+        let span = match step {
+            None => 1.0,
+            Some(s) => span_by_neighbours(s, self.before, after).unwrap_or_else(|| {
+                if self.usual_gap.is_none() && self.guessed.len() <= GUESSED_AT_MOST {
+                    self.guessed.push(s);
+                }
+                span_by_usual_gap(s, self.usual_gap)
+            }),
+        };
+        if let (Some(b), Some(s)) = (self.last_step, step) {
+            if s > b {
+                self.gaps.push(s - b);
+            }
+        }
+        self.last_step = step.or(self.last_step);
+        self.before = step;
+        span
+    }
+
+    /// The run's most common gap, over the rows seen.
+    pub fn usual_gap(&self) -> Option<f64> {
+        most_common_gap_of(&self.gaps)
+    }
+
+    /// Whether each span taken as one step is what the run's most common gap gives (the whole read's).
+    pub fn guesses_hold(&self) -> bool {
+        let gap = self.usual_gap();
+        self.guessed.len() <= GUESSED_AT_MOST
+            && self
+                .guessed
+                .iter()
+                .all(|step| span_by_usual_gap(*step, gap) == 1.0)
+    }
+}
+
 /// The steps a row at `step` stands for as the steps of the rows just before and after it in its run
 /// tell (see [`step_spans`]); `None` where neither does, and the run's most common gap decides
 /// ([`span_by_usual_gap`]).
@@ -622,6 +687,27 @@ pub fn to_frame(key_names: &[String], runs: &[RunSummary]) -> PolarsResult<DataF
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Spans worked out row by row are the whole run's: with the run's most common gap known (a
+        /// second pass), always; without it (one pass), wherever the guesses hold.
+        #[test]
+        fn spans_row_by_row_are_the_whole_runs(
+            steps in proptest::collection::vec(proptest::option::weighted(0.9, 0u32..60), 0..80),
+        ) {
+            let steps: Vec<Option<f64>> = steps.iter().map(|s| s.map(f64::from)).collect();
+            let whole = step_spans(&RunIndex::one(vec![None]), &steps);
+            let after = |i: usize| steps.get(i + 1).copied().flatten();
+            let mut first = Spans::default();
+            let guessed: Vec<f64> = (0..steps.len()).map(|i| first.next(steps[i], after(i))).collect();
+            if first.guesses_hold() {
+                proptest::prop_assert_eq!(&guessed, &whole);
+            }
+            let mut second = Spans::with_usual_gap(first.usual_gap());
+            let known: Vec<f64> = (0..steps.len()).map(|i| second.next(steps[i], after(i))).collect();
+            proptest::prop_assert_eq!(known, whole);
+        }
+    }
 
     #[test]
     fn quantiles_interpolate() {

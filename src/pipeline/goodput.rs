@@ -9,10 +9,7 @@ use crate::columns::{Field, FieldSource};
 use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE};
 use crate::goodput::{measure, Accounts, Goodput, Mark, Row, Survey, Weights};
 use crate::read::Input;
-use crate::stats::Counted;
-use crate::summary::{
-    f64s, most_common_gap_of, span_by_neighbours, span_by_usual_gap, step_spans, GroupBy, RunIndex,
-};
+use crate::summary::{f64s, step_spans, GroupBy, RunIndex, Spans};
 
 use super::runs::run_groups;
 use super::windowed::{Fold, FoldedRuns, Window};
@@ -908,35 +905,17 @@ impl UntimedAttempts {
     }
 }
 
-/// Each row's span (see [`step_spans`]) worked out as a run's rows come, one row behind (a row's span
-/// needs the step of the row after it), its FLOPs then multiplied by it. `usual_gap` is the run's most
-/// common gap where it is known (the second pass over a log); without it, a row whose neighbours do not
-/// tell its span is taken to stand for one step, and its step is kept to check once the gap is known.
+/// A run's rows given one row behind, each with its span ([`Spans`]: a row's span needs the step of
+/// the row after it), its FLOPs then multiplied by it.
 #[derive(Debug, Clone, Default)]
 struct SpanStream {
-    usual_gap: Option<f64>,
-    /// The step of the row before the one held (`None` where it has none).
-    before: Option<f64>,
+    spans: Spans,
     held: Option<Row>,
-    /// The steps of the rows whose neighbours did not tell their span, taken as one.
-    guessed: Vec<f64>,
-    /// The gaps between the run's rows that move forward, and the last step seen.
-    gaps: Counted,
-    last_step: Option<f64>,
 }
-
-/// Steps whose span a first pass guessed, past which the log is read whole rather than checked.
-const GUESSED_AT_MOST: usize = 100_000;
 
 impl SpanStream {
     /// The next row; the row before it, its span worked out.
     fn push(&mut self, r: Row) -> Option<Row> {
-        if let (Some(b), Some(s)) = (self.last_step, r.step) {
-            if s > b {
-                self.gaps.push(s - b);
-            }
-        }
-        self.last_step = r.step.or(self.last_step);
         let after = r.step;
         self.held.replace(r).map(|held| self.spanned(held, after))
     }
@@ -947,18 +926,9 @@ impl SpanStream {
     }
 
     fn spanned(&mut self, mut r: Row, after: Option<f64>) -> Row {
-        let span = match r.step {
-            None => 1.0,
-            Some(step) => span_by_neighbours(step, self.before, after).unwrap_or_else(|| {
-                if self.usual_gap.is_none() && self.guessed.len() <= GUESSED_AT_MOST {
-                    self.guessed.push(step);
-                }
-                span_by_usual_gap(step, self.usual_gap)
-            }),
-        };
+        let span = self.spans.next(r.step, after);
         r.span = span;
         r.flops = r.flops.map(|f| f * span);
-        self.before = r.step;
         r
     }
 }
@@ -990,8 +960,8 @@ impl<'w> RunStream<'w> {
     fn new(usual_gap: Option<f64>, fold: RunFold<'w>) -> RunStream<'w> {
         RunStream {
             spans: SpanStream {
-                usual_gap,
-                ..SpanStream::default()
+                spans: Spans::with_usual_gap(usual_gap),
+                held: None,
             },
             untimed: UntimedAttempts::default(),
             steps: StepFilter::default(),
@@ -1162,19 +1132,13 @@ impl<'w> WindowsPass<'w> {
             );
         }
         for run in &self.runs {
-            let gap = most_common_gap_of(&run.spans.gaps);
             if !run.any_step {
                 return Err("a run has no step time: its rows are weighed as read whole".into());
             }
             if run.untimed_attempt {
                 return Err("an attempt logged no step time: it is timed by its wall clock, over all its rows".into());
             }
-            let guessed = &run.spans.guessed;
-            if guessed.len() > GUESSED_AT_MOST
-                || guessed
-                    .iter()
-                    .any(|step| span_by_usual_gap(*step, gap) != 1.0)
-            {
+            if !run.spans.spans.guesses_hold() {
                 return Err(
                     "a row's span is its run's most common step gap, known once every row is read"
                         .into(),
@@ -1209,7 +1173,7 @@ pub fn goodput_windows(
         .runs
         .iter_mut()
         .map(|run| {
-            let gap = most_common_gap_of(&run.spans.gaps);
+            let gap = run.spans.spans.usual_gap();
             let survey = match std::mem::replace(&mut run.fold, RunFold::Survey(Survey::default()))
             {
                 RunFold::Survey(survey) => survey,

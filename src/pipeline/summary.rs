@@ -3,11 +3,7 @@
 
 use crate::columns::{Field, FieldSource};
 use crate::read::Input;
-use crate::stats::Counted;
-use crate::summary::{
-    most_common_gap_of, span_by_neighbours, span_by_usual_gap, summarize, GroupBy, RunIndex,
-    RunSummary, SummaryInput, SummaryRuns,
-};
+use crate::summary::{summarize, GroupBy, RunIndex, RunSummary, Spans, SummaryInput, SummaryRuns};
 
 use super::audit::{AuditRuns, RunAudit};
 use super::runs::run_groups;
@@ -81,41 +77,14 @@ struct SummaryWindows<'a> {
     audits: AuditRuns,
     /// The window before and its last row, not yet given.
     held: Option<(Loaded, usize)>,
-    /// The step of the last row given (the next row's before), the last step seen and the gaps that
-    /// move forward, the steps whose span the neighbours did not tell (taken as one).
-    before: Option<f64>,
-    last_step: Option<f64>,
-    gaps: Counted,
-    guessed: Vec<f64>,
+    /// The run's rows' spans, as they come.
+    spans: Spans,
     /// With warm-up left out: the first window's first step, which the whole log's must be.
     first_step: Option<f64>,
     lowest_step: Option<f64>,
 }
 
-/// Steps whose span the windows guessed, past which the log is read whole rather than checked.
-const GUESSED_AT_MOST: usize = 100_000;
-
 impl SummaryWindows<'_> {
-    fn span(&mut self, step: Option<f64>, after: Option<f64>) -> f64 {
-        let span = match step {
-            None => 1.0,
-            Some(step) => span_by_neighbours(step, self.before, after).unwrap_or_else(|| {
-                if self.guessed.len() <= GUESSED_AT_MOST {
-                    self.guessed.push(step);
-                }
-                span_by_usual_gap(step, None)
-            }),
-        };
-        if let (Some(b), Some(s)) = (self.last_step, step) {
-            if s > b {
-                self.gaps.push(s - b);
-            }
-        }
-        self.last_step = step.or(self.last_step);
-        self.before = step;
-        span
-    }
-
     /// Gives `rows` of `l`, with their spans, to the summary.
     fn give(
         &mut self,
@@ -123,7 +92,9 @@ impl SummaryWindows<'_> {
         l: &Loaded,
         rows: &[(usize, f64)],
     ) -> Result<(), PipelineError> {
-        let (_, group) = self.grouped.as_ref().expect("grouped");
+        let Some((_, group)) = self.grouped.as_ref() else {
+            return Ok(());
+        };
         let input = summary_input(display, l, group.clone());
         let index = RunIndex::of(input.frame, display, group).map_err(PipelineError::Combine)?;
         let from = self
@@ -137,13 +108,18 @@ impl SummaryWindows<'_> {
 
     /// Folds one window; stops where the log is more than one run.
     fn window(&mut self, display: &str, l: Loaded) -> Result<Fold, PipelineError> {
-        if self.grouped.is_none() {
-            let item = (display.to_string(), l);
-            let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
-            self.grouped = groups.into_iter().next().map(|g| (names, g));
-            return self.window(display, item.1);
-        }
-        let (_, group) = self.grouped.as_ref().expect("grouped");
+        let l = match self.grouped {
+            Some(_) => l,
+            None => {
+                let item = (display.to_string(), l);
+                let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
+                self.grouped = groups.into_iter().next().map(|g| (names, g));
+                item.1
+            }
+        };
+        let Some((_, group)) = self.grouped.as_ref() else {
+            return Ok(Fold::Stop("it has no runs".into()));
+        };
         let index =
             RunIndex::of(&l.enriched.frame, display, group).map_err(PipelineError::Combine)?;
         let several = || Ok(Fold::Stop("it holds more than one run".into()));
@@ -169,11 +145,13 @@ impl SummaryWindows<'_> {
             self.lowest_step = Some(self.lowest_step.map_or(*s, |l| l.min(*s)));
         }
         if let Some((before, last)) = self.held.take() {
-            let span = self.span(before.enriched.values.steps[last], steps[0]);
+            let span = self
+                .spans
+                .next(before.enriched.values.steps[last], steps[0]);
             self.give(display, &before, &[(last, span)])?;
         }
         let rows: Vec<(usize, f64)> = (0..height - 1)
-            .map(|row| (row, self.span(steps[row], steps[row + 1])))
+            .map(|row| (row, self.spans.next(steps[row], steps[row + 1])))
             .collect();
         self.give(display, &l, &rows)?;
         self.held = Some((l, height - 1));
@@ -203,10 +181,7 @@ pub fn summary_windows(
         runs: SummaryRuns::default(),
         audits: AuditRuns::new(logged_peak_flops, false),
         held: None,
-        before: None,
-        last_step: None,
-        gaps: Counted::default(),
-        guessed: Vec::new(),
+        spans: Spans::default(),
         first_step: None,
         lowest_step: None,
     };
@@ -216,15 +191,10 @@ pub fn summary_windows(
             Err(whole) => return Ok(Err(whole)),
         };
     if let Some((last, row)) = windows.held.take() {
-        let span = windows.span(last.enriched.values.steps[row], None);
+        let span = windows.spans.next(last.enriched.values.steps[row], None);
         windows.give(&display, &last, &[(row, span)])?;
     }
-    let gap = most_common_gap_of(&windows.gaps);
-    let spans_as_whole = windows.guessed.len() <= GUESSED_AT_MOST
-        && windows
-            .guessed
-            .iter()
-            .all(|step| span_by_usual_gap(*step, gap) == 1.0);
+    let spans_as_whole = windows.spans.guesses_hold();
     let warm_up_as_whole = skip_steps <= 0.0 || windows.first_step == windows.lowest_step;
     let whole = |why: &str| Ok(Err(Some(why.to_string())));
     let Some((key_names, _)) = windows.grouped.take() else {
