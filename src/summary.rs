@@ -210,6 +210,22 @@ impl RunIndex {
 pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<RunSummary>> {
     let mut runs = SummaryRuns::default();
     for input in inputs {
+        runs.add_input(input, skip_steps)?;
+    }
+    Ok(runs.finish())
+}
+
+/// The runs of [`summarize`], their rows added as they come: input by input, or window by window of a
+/// large console log (`pipeline::summary`), runs in order of first appearance.
+#[derive(Default)]
+pub struct SummaryRuns {
+    runs: Vec<Accumulator>,
+    at: HashMap<Vec<Option<String>>, usize>,
+}
+
+impl SummaryRuns {
+    /// Adds every row of `input`, each run's first `skip_steps` steps left out (see [`summarize`]).
+    pub fn add_input(&mut self, input: &SummaryInput, skip_steps: f64) -> PolarsResult<()> {
         let index = RunIndex::of(input.frame, input.source, &input.group)?;
         let v = input.values;
         let spans: std::borrow::Cow<[f64]> = match &v.spans {
@@ -225,22 +241,11 @@ pub fn summarize(inputs: &[SummaryInput], skip_steps: f64) -> PolarsResult<Vec<R
             }
         }
         let rows = spans.iter().copied().enumerate().take(input.frame.height());
-        runs.add(input, &index, rows, |run| {
+        self.add(input, &index, rows, |run| {
             first[run].map(|s| s + skip_steps)
-        })?;
+        })
     }
-    Ok(runs.finish())
-}
 
-/// The runs of [`summarize`], their rows added as they come: input by input, or window by window of a
-/// large console log (`pipeline::summary`), runs in order of first appearance.
-#[derive(Default)]
-pub struct SummaryRuns {
-    runs: Vec<Accumulator>,
-    at: HashMap<Vec<Option<String>>, usize>,
-}
-
-impl SummaryRuns {
     /// Adds rows of `input` (whose runs are `index`), each with the steps it stands for; a row whose
     /// step is below its run's `from` (warm-up) is left out.
     pub fn add(

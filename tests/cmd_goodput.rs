@@ -1112,3 +1112,60 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
     let recovery = number(&rows[0], "recovery_s");
     assert!((recovery - 900.0).abs() < 1.0, "{recovery}");
 }
+
+#[test]
+fn several_inputs_fold_their_large_logs_and_read_the_rest_whole() {
+    // Two logs over the head, folded window by window one after the other, and a small table read
+    // whole, in input order: the summary and the audit read every input whole give, to the byte, with
+    // the same warnings. Goodput folds a log only where it is the only input, and says so.
+    let wd = Workdir::new("goodput_windows_several");
+    wd.create("a.log", checkpointed_log(6_000, 500));
+    wd.create(
+        "b.log",
+        torchtitan_log(&[(1, 300, 0), (251, 1500, 600), (1401, 3000, 300)]),
+    );
+    wd.create(
+        "c.jsonl",
+        "{\"step\": 1, \"step_time_s\": 2.0, \"tokens\": 8192}\n{\"step\": 2, \"step_time_s\": 2.0, \"tokens\": 8192}\n",
+    );
+    let run = |command: &str, windows: Option<&str>| {
+        let mut mfu = wd.mfu();
+        if let Some(sizes) = windows {
+            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+        }
+        let args = [
+            command, "a.log", "c.jsonl", "b.log", "--format", "csv", "-v",
+        ];
+        let out = mfu.args(args).args(FLAGS).assert().success();
+        let out = out.get_output();
+        (
+            String::from_utf8(out.stdout.clone()).unwrap(),
+            String::from_utf8(out.stderr.clone()).unwrap(),
+        )
+    };
+    let warnings = |said: &str| -> Vec<String> {
+        said.lines()
+            .filter(|l| l.starts_with("mfu: warning"))
+            .map(String::from)
+            .collect()
+    };
+    for command in ["summary", "audit"] {
+        let (whole, said_whole) = run(command, None);
+        let (folded, said) = run(command, Some("65536,500,32,16384"));
+        assert_eq!(
+            said.matches("folded window by window").count(),
+            2,
+            "{command}: {said}"
+        );
+        assert_eq!(folded, whole, "{command}");
+        assert_eq!(warnings(&said), warnings(&said_whole), "{command}");
+        assert_eq!(csv_rows(&folded).len(), 3, "{command}: {folded}");
+    }
+    let (whole, _) = run("goodput", None);
+    let (folded, said) = run("goodput", Some("65536,500,32,16384"));
+    assert!(
+        said.contains("not folded window by window (goodput folds a log in windows where it is the only input)"),
+        "{said}"
+    );
+    assert_eq!(folded, whole);
+}

@@ -23,6 +23,7 @@ use mfu::pipeline::arrow::{
     enrich_record_batch_reporting, enrich_record_batches_whole, output_schema, BatchError,
 };
 use mfu::pipeline::summary::summarize_runs;
+use mfu::pipeline::windowed::Part;
 use mfu::pipeline::{Options, PipelineError, Plan, Silent};
 use mfu::read::{InputError, ReadError};
 use mfu::store::StoreError;
@@ -578,21 +579,22 @@ fn load_runs(
     Ok((loaded, warnings))
 }
 
-/// A per-run function's fold of one large console log, window by window (as `mfu summary`, `goodput`
-/// and `audit` fold it): its frame and the reading's warnings, or `None` where it is read whole.
+/// A per-run function's fold of its inputs, the large console logs among them window by window (as
+/// `mfu summary`, `goodput` and `audit` fold them): its frame and the logs' warnings, or `None` where
+/// every input is read whole.
 type Folded = Option<(mfu::write::Frame, Vec<String>)>;
 
 /// What the per-run functions share: the inputs (files or Arrow data) loaded without the GIL, `runs`
-/// made of them into a frame, and the frame handed to Python with the loading's warnings. One file is
-/// first offered to `fold`: a console log over 64 MiB is folded window by window, its rows never held
-/// at once.
+/// made of them into a frame, and the frame handed to Python with the loading's warnings. Files of
+/// which any is a console log over 64 MiB are first offered to `fold`: such a log is folded window by
+/// window, its rows never held at once.
 fn per_run_table<'py>(
     py: Python<'py>,
     paths: Option<Vec<String>>,
     data: Option<&Bound<'py, PyAny>>,
     options: Options,
     what: &str,
-    fold: impl FnOnce(&Plan, &mfu::read::Input) -> Result<Folded, PipelineError> + Send,
+    fold: impl FnOnce(&Plan, Vec<Part>) -> Result<Folded, PipelineError> + Send,
     runs: impl FnOnce(&[(String, mfu::pipeline::Loaded)]) -> Result<mfu::write::Frame, PipelineError>
         + Send,
 ) -> PyResult<(Bound<'py, PyAny>, Vec<String>)> {
@@ -600,11 +602,30 @@ fn per_run_table<'py>(
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
             if let (Some(paths), None) = (&paths, &imported) {
-                let mut one = options.clone();
-                one.inputs = paths.clone();
-                let plan = Plan::new(&one)?;
-                if let [input] = plan.inputs.as_slice() {
-                    if let Some((frame, warnings)) = fold(&plan, input)? {
+                let mut all = options.clone();
+                all.inputs = paths.clone();
+                let plan = Plan::new(&all)?;
+                let windowed: Vec<bool> = plan
+                    .inputs
+                    .iter()
+                    .map(|input| mfu::read::is_windowed_console(input, &plan.read))
+                    .collect();
+                if windowed.contains(&true) {
+                    let whole: Vec<bool> = windowed.iter().map(|w| !w).collect();
+                    let mut parts = Vec::new();
+                    let mut warnings = Vec::new();
+                    let loaded = plan.load_wanted(true, &Silent, &whole)?;
+                    for (input, l) in plan.inputs.iter().zip(loaded) {
+                        match l? {
+                            Some(l) => {
+                                warnings.extend(l.warnings.iter().cloned());
+                                parts.push(Part::Loaded(input.display.clone(), Box::new(l)));
+                            }
+                            None => parts.push(Part::Windows(input)),
+                        }
+                    }
+                    if let Some((frame, read)) = fold(&plan, parts)? {
+                        warnings.extend(read);
                         return Ok((frame_batch(&frame, Default::default())?, warnings));
                     }
                 }
@@ -632,10 +653,10 @@ fn summary<'py>(
     let options = options_from(options)?;
     let logged_peak_flops = options.logged_peak_flops;
     let skip_steps = skip_steps as f64;
-    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
-        let folded = mfu::pipeline::summary::summary_windows(
+    let fold = |plan: &Plan, parts: Vec<Part>| -> Result<Folded, PipelineError> {
+        let folded = mfu::pipeline::summary::summary_parts(
             plan,
-            input,
+            parts,
             &Silent,
             &by,
             skip_steps,
@@ -643,9 +664,9 @@ fn summary<'py>(
         )?;
         folded
             .ok()
-            .map(|((keys, runs), read)| {
+            .map(|((keys, runs), reads)| {
                 let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-                Ok((frame, read.warnings))
+                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
             })
             .transpose()
     };
@@ -670,14 +691,14 @@ fn goodput<'py>(
     // A run's time needs only its steps and times, as on the command line.
     options.optional_fields = true;
     options.every_attempt = true;
-    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
-        let folded = mfu::pipeline::goodput::goodput_windows(plan, input, &Silent, &by)?;
+    let fold = |plan: &Plan, parts: Vec<Part>| -> Result<Folded, PipelineError> {
+        let folded = mfu::pipeline::goodput::goodput_parts(plan, parts, &Silent, &by)?;
         folded
             .ok()
-            .map(|((keys, runs), read)| {
+            .map(|((keys, runs), reads)| {
                 let frame = mfu::pipeline::goodput::to_frame(&keys, &runs)
                     .map_err(PipelineError::Combine)?;
-                Ok((frame, read.warnings))
+                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
             })
             .transpose()
     };
@@ -702,21 +723,15 @@ fn audit<'py>(
     // A figure is audited without a FLOPs count (the peak half), as on the command line.
     options.optional_fields = true;
     let logged_peak_flops = options.logged_peak_flops;
-    let fold = |plan: &Plan, input: &mfu::read::Input| -> Result<Folded, PipelineError> {
-        let folded = mfu::pipeline::audit::audit_windows(
-            plan,
-            input,
-            &Silent,
-            &by,
-            logged_peak_flops,
-            false,
-        )?;
+    let fold = |plan: &Plan, parts: Vec<Part>| -> Result<Folded, PipelineError> {
+        let folded =
+            mfu::pipeline::audit::audit_parts(plan, parts, &Silent, &by, logged_peak_flops, false)?;
         folded
             .ok()
-            .map(|((keys, runs), read)| {
+            .map(|((keys, runs), reads)| {
                 let frame =
                     mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-                Ok((frame, read.warnings))
+                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
             })
             .transpose()
     };

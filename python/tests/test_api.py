@@ -226,3 +226,34 @@ def test_goodput_of_paths_and_of_data_match_the_cli(mfu_cli):
     assert (row["elapsed_s"], row["productive_s"], row["wasted_progress_s"]) == (16.0, 4.0, 2.0)
     assert row["recovery_s"] == 10.0
     assert row["goodput"] == 0.25
+
+
+def test_a_large_log_folded_in_windows_gives_what_reading_it_whole_gives(tmp_path, monkeypatch):
+    # A torchtitan log with a checkpoint every 500 steps, read in windows of 500 rows after a head of
+    # 64 KiB (MFU_CONSOLE_WINDOWS makes a small log large): summary, goodput and audit of its path fold
+    # it window by window, as the CLI does, and give the tables reading it whole gives.
+    lines = ["[rank0]:[titan] 2026-04-18 22:00:00,000 - root - INFO - Trainer is initialized with local "
+             "batch size 8, global batch size 64, gradient accumulation steps 1, sequence length 2048, "
+             "total steps 100000 (warmup 10)"]
+    clock = 1_776_549_600 * 1000
+    for step in range(1, 6001):
+        clock += 2000 + (step % 7) * 3
+        seconds = clock // 1000
+        stamp = f"{seconds // 3600 % 24:02}:{seconds // 60 % 60:02}:{seconds % 60:02},{clock % 1000:03}"
+        lines.append(f"[rank0]:[titan] 2026-04-18 {stamp} - root - INFO - step: {step:5}  loss: 2.1000  "
+                     "memory: 30.00GiB(40.00%)  tps: 8192  tflops: 300.00  mfu: 30.00%")
+        if step % 500 == 0:
+            clock += 40_000
+            seconds = clock // 1000
+            stamp = f"{seconds // 3600 % 24:02}:{seconds // 60 % 60:02}:{seconds % 60:02},{clock % 1000:03}"
+            lines.append(f"[rank0]:[titan] 2026-04-18 {stamp} - root - INFO - Saving the checkpoint")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    flags = {"flops_per_token": 6e9, "dtype": "bf16", "device": "H100 SXM", "num_devices": 8}
+    whole = {f: getattr(mfu, f)(log, **flags) for f in ("summary", "goodput", "audit")}
+    monkeypatch.setenv("MFU_CONSOLE_WINDOWS", "65536,500,32,16384")
+    for name, table in whole.items():
+        folded = getattr(mfu, name)(log, **flags)
+        assert folded.equals(table), name
+    # Twelve checkpoints of 40 s, the last after the last step.
+    assert abs(whole["goodput"].column("pause_checkpoint_s")[0].as_py() - 11 * 40.0) < 0.5

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use mfu::pipeline::audit::{
-    audit_runs, audit_windows, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit,
+    audit_parts, audit_runs, audited_rows, notes_of, rows_frame, to_frame, AuditedRow, RunAudit,
     AUDIT_COLUMNS,
 };
+use mfu::pipeline::windowed::Part;
 use mfu::pipeline::{Observer, Plan};
-use mfu::read::Input;
 use mfu::write::OutputFormat;
 
 use super::source::SourceArgs;
@@ -65,8 +65,8 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     options.optional_fields = true;
     let logged_peak = args.source.logged_peak_flops;
     // One large console log is folded window by window, its rows never held at once.
-    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
-        audit_windows(plan, input, observer, &args.by, logged_peak, args.per_row)
+    let fold = |plan: &Plan, parts: Vec<Part>, observer: &dyn Observer| {
+        audit_parts(plan, parts, observer, &args.by, logged_peak, args.per_row)
     };
     run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
         let (key_names, runs) = match inputs {

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use mfu::pipeline::goodput::{
-    goodput_runs_owned, goodput_windows, to_frame, RunGoodput, GOODPUT_COLUMNS,
+    goodput_parts, goodput_runs_owned, to_frame, RunGoodput, GOODPUT_COLUMNS,
 };
+use mfu::pipeline::windowed::Part;
 use mfu::pipeline::{Observer, Plan};
-use mfu::read::Input;
 
 use super::source::SourceArgs;
 use super::{aligned_table, key_cells, run_per_run, Gathered, RunsOutput, RunsOutputArgs};
@@ -52,8 +52,8 @@ pub fn run(args: &GoodputArgs) -> anyhow::Result<ExitCode> {
     // Every attempt's rows, where a reader would keep only the last attempt's (TensorBoard's purge).
     options.every_attempt = true;
     // One large console log is read twice in windows, its rows never held at once.
-    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
-        goodput_windows(plan, input, observer, &args.by)
+    let fold = |plan: &Plan, parts: Vec<Part>, observer: &dyn Observer| {
+        goodput_parts(plan, parts, observer, &args.by)
     };
     run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
         let (key_names, runs) = match inputs {

@@ -19,8 +19,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use mfu::peaks::{Dtype, PeakTable, ResolveOptions, Resolver};
-use mfu::pipeline::windowed::{Whole, WindowsRead};
-use mfu::pipeline::Observer;
+use mfu::pipeline::windowed::{Part, Whole, WindowsRead};
 
 /// Honest MFU from the logs of finished training runs.
 ///
@@ -220,8 +219,8 @@ impl RunsOutput {
     }
 }
 
-/// What a per-run command works on: its inputs read whole, or its one input, a large console log,
-/// folded window by window by the command's own fold.
+/// What a per-run command works on: its inputs read whole, or folded by the command's own fold, the
+/// large console logs among them window by window.
 pub enum Gathered<T> {
     Loaded(Vec<(String, mfu::pipeline::Loaded)>),
     Folded(T),
@@ -232,19 +231,18 @@ pub enum Gathered<T> {
 /// what to write (given the inputs and that format), written atomically, uploaded, and the exit
 /// code (1 where an input failed).
 ///
-/// Where the plan has one input, the command's `fold` is tried first: a large console log folded
-/// window by window (`Err`: it is no such log, or it cannot be folded as it reads whole, and it is
-/// read whole as before, `-v` saying why); what the fold's reading says (`-v`, warnings) is said as a
-/// whole read's is.
+/// Where an input is a large console log, the command's `fold` is tried first ([`source::fold_reported`]):
+/// the other inputs read whole, the logs folded window by window (`Err`: one cannot be folded as it
+/// reads whole, and every input is read whole as before, `-v` saying why).
 pub fn run_per_run<T>(
     source: &source::SourceArgs,
     options: &mfu::pipeline::Options,
     out: &RunsOutputArgs,
     fold: impl FnOnce(
         &mfu::pipeline::Plan,
-        &mfu::read::Input,
+        Vec<Part>,
         &dyn mfu::pipeline::Observer,
-    ) -> Result<Result<(T, WindowsRead), Whole>, mfu::pipeline::PipelineError>,
+    ) -> Result<Result<(T, Vec<WindowsRead>), Whole>, mfu::pipeline::PipelineError>,
     produce: impl FnOnce(Gathered<T>, RunsFormat) -> anyhow::Result<RunsOutput>,
 ) -> anyhow::Result<ExitCode> {
     // `-o -` is standard output, as it is for `mfu enrich`, not a file named `-`.
@@ -263,39 +261,9 @@ pub fn run_per_run<T>(
         None => output.map(std::path::Path::to_path_buf),
     };
     let replace = force || remote.is_some();
-    let folded = match plan.inputs.as_slice() {
-        [input] => {
-            let terminal = source::Terminal::new(1, source.report.quiet);
-            let folded = fold(&plan, input, &terminal)?;
-            match &folded {
-                Ok((_, read)) => {
-                    for line in &read.verbose {
-                        terminal.on(mfu::pipeline::Event::Verbose(line));
-                    }
-                    terminal.on(mfu::pipeline::Event::InputDone { rows: read.rows });
-                }
-                Err(Some(why)) if options.verbose => {
-                    let line = format!(
-                        "{}: not folded window by window ({why}); the whole-input way reads it",
-                        input.display
-                    );
-                    terminal.on(mfu::pipeline::Event::Verbose(&line));
-                }
-                Err(_) => {}
-            }
-            terminal.finish();
-            folded.ok()
-        }
-        _ => None,
-    };
     let format = RunsFormat::chosen(format, output.as_deref());
-    let (inputs, failed) = match folded {
-        Some((folded, read)) => {
-            for w in &read.warnings {
-                eprintln!("mfu: warning: {w}");
-            }
-            (Gathered::Folded(folded), false)
-        }
+    let (inputs, failed) = match source::fold_reported(&plan, source.report.quiet, fold)? {
+        Some((folded, failed)) => (Gathered::Folded(folded), failed),
         None => {
             let (loaded, failed) = source::load_reported(&plan, source.report.quiet)?;
             if loaded.is_empty() {

@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use mfu::columns::{Field, TimeUnit};
 use mfu::peaks::{parse_precision, Dtype};
+use mfu::pipeline::windowed::{Part, Whole, WindowsRead};
 use mfu::pipeline::{Event, Loaded, Observer, Options, PipelineError, Plan};
 use mfu::read::memory::parse_size;
 use mfu::read::{InputFormat, RowKinds, Shape};
@@ -381,6 +382,119 @@ pub fn load_reported(
         eprintln!("mfu: warning: {w}");
     }
     Ok((loaded, failed))
+}
+
+/// The inputs of a per-run command that has a fold, where any is a large console log: the others
+/// read whole (in parallel, as [`load_reported`] reads them), the logs folded window by window, all
+/// handed to `fold` in input order; what each input's reading says (`-v`, warnings, errors) is said
+/// as [`load_reported`] says it. `None` where no input is such a log, or the fold cannot fold them as
+/// they read whole (`-v` says why): every input is then read whole.
+#[allow(clippy::type_complexity)]
+pub fn fold_reported<T>(
+    plan: &Plan,
+    quiet: bool,
+    fold: impl FnOnce(
+        &Plan,
+        Vec<Part>,
+        &dyn Observer,
+    ) -> Result<Result<(T, Vec<WindowsRead>), Whole>, PipelineError>,
+) -> Result<Option<(T, bool)>, PipelineError> {
+    let windowed: Vec<bool> = plan
+        .inputs
+        .iter()
+        .map(|input| mfu::read::is_windowed_console(input, &plan.read))
+        .collect();
+    if !windowed.contains(&true) {
+        return Ok(None);
+    }
+    let terminal = Terminal::new(plan.inputs.len(), quiet);
+    // The loaded inputs' -v lines wait until the fold is known to hold (else the whole read says them).
+    let said = Said {
+        terminal: &terminal,
+        lines: std::sync::Mutex::new(Vec::new()),
+    };
+    let whole: Vec<bool> = windowed.iter().map(|w| !w).collect();
+    let results = plan.load_wanted(true, &said, &whole)?;
+    let mut parts = Vec::new();
+    // What to say of each input, in input order: its warnings or its error.
+    let mut reports: Vec<Result<Vec<String>, String>> = Vec::new();
+    let mut skipped = Vec::new();
+    for (input, result) in plan.inputs.iter().zip(results) {
+        match result {
+            Ok(None) => {
+                parts.push(Part::Windows(input));
+                reports.push(Ok(Vec::new()));
+            }
+            Ok(Some(l)) => {
+                reports.push(Ok(l.warnings.clone()));
+                parts.push(Part::Loaded(input.display.clone(), Box::new(l)));
+            }
+            Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
+            Err(e) => reports.push(Err(format!("{:#}", anyhow::Error::new(e)))),
+        }
+    }
+    let folded = fold(plan, parts, &terminal)?;
+    let (folded, reads) = match folded {
+        Ok(folded) => folded,
+        Err(why) => {
+            if let (Some(why), true) = (why, plan.verbose()) {
+                terminal.on(Event::Verbose(&format!(
+                    "not folded window by window ({why}); the whole-input way reads every input"
+                )));
+            }
+            terminal.finish();
+            return Ok(None);
+        }
+    };
+    for line in said.lines.into_inner().unwrap_or_default() {
+        terminal.on(Event::Verbose(&line));
+    }
+    for read in &reads {
+        for line in &read.verbose {
+            terminal.on(Event::Verbose(line));
+        }
+        terminal.on(Event::InputDone { rows: read.rows });
+    }
+    terminal.finish();
+    let mut reads = reads.into_iter();
+    let mut failed = false;
+    for ((report, windowed), _) in reports.iter().zip(&windowed).zip(&plan.inputs) {
+        match report {
+            Ok(_) if *windowed => {
+                for w in reads.next().map(|r| r.warnings).unwrap_or_default() {
+                    eprintln!("mfu: warning: {w}");
+                }
+            }
+            Ok(warnings) => warnings.iter().for_each(|w| eprintln!("mfu: warning: {w}")),
+            Err(error) => {
+                eprintln!("mfu: error: {error}");
+                failed = true;
+            }
+        }
+    }
+    for w in mfu::pipeline::skip_warning(&skipped) {
+        eprintln!("mfu: warning: {w}");
+    }
+    Ok(Some((folded, failed)))
+}
+
+/// An observer that keeps the `-v` lines and passes everything else to the terminal.
+struct Said<'a> {
+    terminal: &'a Terminal,
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl Observer for Said<'_> {
+    fn on(&self, event: Event<'_>) {
+        match event {
+            Event::Verbose(line) => {
+                if let Ok(mut lines) = self.lines.lock() {
+                    lines.push(line.to_string());
+                }
+            }
+            other => self.terminal.on(other),
+        }
+    }
 }
 
 /// An output given as a URL, opened before any work (an existing object refused unless `force`): the

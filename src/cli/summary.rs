@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mfu::pipeline::summary::{summarize_runs, summary_windows};
+use mfu::pipeline::summary::{summarize_runs, summary_parts};
+use mfu::pipeline::windowed::Part;
 use mfu::pipeline::{Observer, Plan};
-use mfu::read::Input;
 use mfu::summary::{to_frame, RunSummary};
 
 use super::source::SourceArgs;
@@ -48,8 +48,8 @@ pub fn run(args: &SummaryArgs) -> anyhow::Result<ExitCode> {
     let options = args.source.options(None);
     let (skip_steps, logged_peak) = (args.skip_steps as f64, args.source.logged_peak_flops);
     // One large console log of one run is folded window by window, its rows never held at once.
-    let fold = |plan: &Plan, input: &Input, observer: &dyn Observer| {
-        summary_windows(plan, input, observer, &args.by, skip_steps, logged_peak)
+    let fold = |plan: &Plan, parts: Vec<Part>, observer: &dyn Observer| {
+        summary_parts(plan, parts, observer, &args.by, skip_steps, logged_peak)
     };
     run_per_run(&args.source, &options, &args.out, fold, |inputs, format| {
         let (key_names, runs) = match inputs {

@@ -12,10 +12,9 @@ use crate::peaks::precision::parse_dtype;
 use crate::summary::{GroupBy, RunIndex};
 
 use super::runs::run_groups;
-use super::windowed::{Fold, FoldedRuns};
+use super::windowed::{key_names, Fold, FoldedRuns, Part};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
-use crate::read::Input;
 
 /// The columns of one run's audit, after its key columns, in order.
 pub const AUDIT_COLUMNS: [&str; 24] = [
@@ -555,32 +554,51 @@ pub fn notes_of(run: &RunAudit) -> Vec<String> {
     notes
 }
 
-/// The audit of the one input `input` where it is a console log read in windows: each window's rows
-/// folded into their runs ([`Plan::fold_windows`]), none of them held; `Err` where it is to be read
-/// whole (and why). The same audit as [`audit_runs`] of the log read whole.
-pub fn audit_windows(
+/// The audit of `parts` in order, each read whole or a console log folded window by window
+/// ([`Plan::fold_windows`]), none of its rows held; `Err` where they are to be read whole (and why). The
+/// same audit as [`audit_runs`] of every input read whole.
+pub fn audit_parts(
     plan: &Plan,
-    input: &Input,
+    parts: Vec<Part>,
     observer: &dyn Observer,
     by: &[String],
     logged_peak_flops: Option<f64>,
     keep_rows: bool,
 ) -> Result<FoldedRuns<RunAudit>, PipelineError> {
     let mut runs = AuditRuns::new(logged_peak_flops, keep_rows);
-    let mut grouped: Option<(Vec<String>, GroupBy)> = None;
-    let read = plan.fold_windows(input, observer, &mut |window| {
-        let item = (input.display.clone(), window.loaded);
-        if grouped.is_none() {
-            let (names, groups) = run_groups(std::slice::from_ref(&item), by)?;
-            grouped = groups.into_iter().next().map(|g| (names, g));
+    let mut names = Vec::new();
+    let mut reads = Vec::new();
+    for part in parts {
+        let input = match part {
+            Part::Loaded(display, l) => {
+                let item = [(display, *l)];
+                let (n, groups) = run_groups(&item, by)?;
+                names.push(n);
+                let [(display, l)] = item;
+                if let Some(group) = groups.first() {
+                    runs.add(&display, &l, group)?;
+                }
+                continue;
+            }
+            Part::Windows(input) => input,
+        };
+        let mut grouped: Option<GroupBy> = None;
+        let read = plan.fold_windows(input, observer, &mut |window| {
+            let item = [(input.display.clone(), window.loaded)];
+            if grouped.is_none() {
+                let (n, groups) = run_groups(&item, by)?;
+                names.push(n);
+                grouped = groups.into_iter().next();
+            }
+            if let Some(group) = &grouped {
+                runs.add(&item[0].0, &item[0].1, group)?;
+            }
+            Ok(Fold::On)
+        })?;
+        match read {
+            Ok(read) => reads.push(read),
+            Err(why) => return Ok(Err(why)),
         }
-        if let Some((_, group)) = &grouped {
-            runs.add(&item.0, &item.1, group)?;
-        }
-        Ok(Fold::On)
-    })?;
-    Ok(read.and_then(|read| {
-        let (names, _) = grouped.ok_or(None)?;
-        Ok(((names, runs.finish()), read))
-    }))
+    }
+    Ok(Ok(((key_names(by, &names), runs.finish()), reads)))
 }

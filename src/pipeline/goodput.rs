@@ -12,7 +12,7 @@ use crate::read::Input;
 use crate::summary::{f64s, step_spans, GroupBy, RunIndex, Spans};
 
 use super::runs::run_groups;
-use super::windowed::{Fold, FoldedRuns, Window};
+use super::windowed::{Fold, FoldedRuns, Part, Window};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 
@@ -1149,6 +1149,23 @@ impl<'w> WindowsPass<'w> {
     }
 }
 
+/// The goodput of `parts`: where they are one console log to fold window by window, its fold
+/// ([`goodput_windows`]); else `Err`, to read them whole (a run's files are put in order of their first
+/// wall time, and the launch folders of a run joined, once every input is read).
+pub fn goodput_parts(
+    plan: &Plan,
+    parts: Vec<Part>,
+    observer: &dyn Observer,
+    by: &[String],
+) -> Result<FoldedRuns<RunGoodput>, PipelineError> {
+    match parts.as_slice() {
+        [Part::Windows(input)] => goodput_windows(plan, input, observer, by),
+        _ => Ok(Err(Some(
+            "goodput folds a log in windows where it is the only input".into(),
+        ))),
+    }
+}
+
 /// The goodput of the one input `input` where it is a console log read in windows: its windows read
 /// twice, first to survey each run (where its attempts start, its step times' order statistics, its
 /// devices), then to weigh each row, none of them held; `Err` where it is to be read whole, and why
@@ -1235,7 +1252,7 @@ pub fn goodput_windows(
             }
         })
         .collect();
-    Ok(Ok(((key_names, measured), read)))
+    Ok(Ok(((key_names, measured), vec![read])))
 }
 
 #[cfg(test)]

@@ -510,6 +510,11 @@ impl Plan {
             .collect()
     }
 
+    /// Whether `--verbose` asked for what was read and how.
+    pub fn verbose(&self) -> bool {
+        self.verbose
+    }
+
     /// Reads and enriches one input, its verbose lines sent to `observer`. With `reuse`, a table that
     /// already has mfu's columns is taken as it is (for summaries and plots of enriched files).
     pub fn load(
@@ -723,6 +728,28 @@ impl Plan {
                 });
             }
             loaded
+        })
+    }
+
+    /// [`Plan::load_all`] of the inputs `wanted` marks (in parallel), in input order; `None` for the
+    /// others (a command folds them window by window).
+    pub fn load_wanted(
+        &self,
+        reuse: bool,
+        observer: &dyn Observer,
+        wanted: &[bool],
+    ) -> Result<Vec<Result<Option<Loaded>, PipelineError>>, PipelineError> {
+        self.for_each_input(|i, input| {
+            if !wanted.get(i).copied().unwrap_or(true) {
+                return Ok(None);
+            }
+            let loaded = self.load(input, reuse, observer);
+            if let Ok(l) = &loaded {
+                observer.on(Event::InputDone {
+                    rows: l.enriched.frame.height(),
+                });
+            }
+            loaded.map(Some)
         })
     }
 }

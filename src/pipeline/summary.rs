@@ -2,12 +2,11 @@
 //! [`crate::summary::summarize`]. What `mfu summary` and the Python package's `summary` share.
 
 use crate::columns::{Field, FieldSource};
-use crate::read::Input;
 use crate::summary::{summarize, GroupBy, RunIndex, RunSummary, Spans, SummaryInput, SummaryRuns};
 
 use super::audit::{AuditRuns, RunAudit};
 use super::runs::run_groups;
-use super::windowed::{Fold, FoldedRuns};
+use super::windowed::{key_names, Fold, FoldedRuns, Part};
 use super::{Loaded, Observer, PipelineError, Plan};
 
 /// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
@@ -73,8 +72,8 @@ struct SummaryWindows<'a> {
     skip_steps: f64,
     grouped: Option<(Vec<String>, GroupBy)>,
     key: Option<Vec<Option<String>>>,
-    runs: SummaryRuns,
-    audits: AuditRuns,
+    runs: &'a mut SummaryRuns,
+    audits: &'a mut AuditRuns,
     /// The window before and its last row, not yet given.
     held: Option<(Loaded, usize)>,
     /// The run's rows' spans, as they come.
@@ -159,56 +158,78 @@ impl SummaryWindows<'_> {
     }
 }
 
-/// The summary of the one input `input` where it is a console log of one run read in windows: each
-/// window's rows added to the run's sums and its MFU's values counted by distinct value, none of them
-/// held; `Err` where it is to be read whole, and why (a log of several runs; a span its run's most
-/// common gap decides; warm-up left out from a first step the first window does not hold). The same
-/// summary as [`summarize_runs`] of the log read whole.
-pub fn summary_windows(
+/// The summary of `parts` in order, each read whole or a console log of one run folded window by
+/// window: each window's rows added to the run's sums and its MFU's values counted by distinct value,
+/// none of them held; `Err` where they are to be read whole, and why (a log of several runs; a span its
+/// run's most common gap decides; warm-up left out from a first step the first window does not hold).
+/// The same summary as [`summarize_runs`] of every input read whole.
+pub fn summary_parts(
     plan: &Plan,
-    input: &Input,
+    parts: Vec<Part>,
     observer: &dyn Observer,
     by: &[String],
     skip_steps: f64,
     logged_peak_flops: Option<f64>,
 ) -> Result<FoldedRuns<RunSummary>, PipelineError> {
-    let display = input.display.clone();
-    let mut windows = SummaryWindows {
-        by,
-        skip_steps,
-        grouped: None,
-        key: None,
-        runs: SummaryRuns::default(),
-        audits: AuditRuns::new(logged_peak_flops, false),
-        held: None,
-        spans: Spans::default(),
-        first_step: None,
-        lowest_step: None,
-    };
-    let read =
-        match plan.fold_windows(input, observer, &mut |w| windows.window(&display, w.loaded))? {
-            Ok(read) => read,
-            Err(whole) => return Ok(Err(whole)),
-        };
-    if let Some((last, row)) = windows.held.take() {
-        let span = windows.spans.next(last.enriched.values.steps[row], None);
-        windows.give(&display, &last, &[(row, span)])?;
-    }
-    let spans_as_whole = windows.spans.guesses_hold();
-    let warm_up_as_whole = skip_steps <= 0.0 || windows.first_step == windows.lowest_step;
+    let mut runs = SummaryRuns::default();
+    let mut audits = AuditRuns::new(logged_peak_flops, false);
+    let mut names = Vec::new();
+    let mut reads = Vec::new();
     let whole = |why: &str| Ok(Err(Some(why.to_string())));
-    let Some((key_names, _)) = windows.grouped.take() else {
-        return whole("it has no rows");
-    };
-    if !spans_as_whole {
-        return whole(
-            "a row's span is its run's most common step gap, known once every row is read",
-        );
+    for part in parts {
+        let input = match part {
+            Part::Loaded(display, l) => {
+                let item = [(display, *l)];
+                let (n, groups) = run_groups(&item, by)?;
+                names.push(n);
+                let [(display, l)] = item;
+                if let Some(group) = groups.into_iter().next() {
+                    let input = summary_input(&display, &l, group.clone());
+                    runs.add_input(&input, skip_steps)
+                        .map_err(PipelineError::Combine)?;
+                    audits.add(&display, &l, &group)?;
+                }
+                continue;
+            }
+            Part::Windows(input) => input,
+        };
+        let display = input.display.clone();
+        let mut windows = SummaryWindows {
+            by,
+            skip_steps,
+            grouped: None,
+            key: None,
+            runs: &mut runs,
+            audits: &mut audits,
+            held: None,
+            spans: Spans::default(),
+            first_step: None,
+            lowest_step: None,
+        };
+        let read = match plan
+            .fold_windows(input, observer, &mut |w| windows.window(&display, w.loaded))?
+        {
+            Ok(read) => read,
+            Err(why) => return Ok(Err(why)),
+        };
+        if let Some((last, row)) = windows.held.take() {
+            let span = windows.spans.next(last.enriched.values.steps[row], None);
+            windows.give(&display, &last, &[(row, span)])?;
+        }
+        if !windows.spans.guesses_hold() {
+            return whole(
+                "a row's span is its run's most common step gap, known once every row is read",
+            );
+        }
+        if skip_steps > 0.0 && windows.first_step != windows.lowest_step {
+            return whole("--skip-steps counts from a first step later than the run's lowest");
+        }
+        if let Some((n, _)) = windows.grouped.take() {
+            names.push(n);
+        }
+        reads.push(read);
     }
-    if !warm_up_as_whole {
-        return whole("--skip-steps counts from a first step later than the run's lowest");
-    }
-    let mut runs = windows.runs.finish();
-    with_audits(&mut runs, windows.audits.finish());
-    Ok(Ok(((key_names, runs), read)))
+    let mut runs = runs.finish();
+    with_audits(&mut runs, audits.finish());
+    Ok(Ok(((key_names(by, &names), runs), reads)))
 }

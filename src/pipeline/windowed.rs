@@ -35,14 +35,32 @@ pub struct WindowsRead {
 /// (nothing to say).
 pub type Whole = Option<String>;
 
-/// What a command folded of a log's windows: its key column names and runs, and what the reading
-/// said; or why the log is to be read whole.
-pub type FoldedRuns<R> = Result<((Vec<String>, Vec<R>), WindowsRead), Whole>;
+/// What a command folded of its inputs: its key column names and runs, and what the reading of each
+/// log folded in windows said; or why its inputs are to be read whole.
+pub type FoldedRuns<R> = Result<((Vec<String>, Vec<R>), Vec<WindowsRead>), Whole>;
 
 /// A fold's answer to a window: go on to the next, or stop, the log to be read whole, for this reason.
 pub enum Fold {
     On,
     Stop(String),
+}
+
+/// One of a command's inputs in order: read whole (with its display name), or a console log to fold
+/// window by window.
+pub enum Part<'a> {
+    Loaded(String, Box<Loaded>),
+    Windows(&'a Input),
+}
+
+/// The key column names of runs split by `by` over inputs whose own names were `names` (each input's,
+/// as [`super::runs::run_groups`] gives them for it alone): the `by` keys, else `run_id` where any
+/// input has one, else `source_file`.
+pub fn key_names(by: &[String], names: &[Vec<String>]) -> Vec<String> {
+    match names.first() {
+        Some(first) if !by.is_empty() => first.clone(),
+        _ if names.iter().any(|n| n == &["run_id"]) => vec!["run_id".into()],
+        _ => vec!["source_file".into()],
+    }
 }
 
 /// One window, enriched, and the rows of the log before it.

@@ -596,6 +596,49 @@ pub fn console_in_windows(
     options: &ReadOptions,
     sizes: console::windows::WindowSizes,
 ) -> Result<Option<ConsoleWindows>, String> {
+    let Some((shape, head, file)) = windowed_console(input, options, sizes)? else {
+        return Ok(None);
+    };
+    let beside = configs_beside(input);
+    let beside_note = beside_note(&beside);
+    let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
+    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let source = Tallied {
+        inner: std::io::Cursor::new(head).chain(file),
+        bytes: Arc::clone(&bytes),
+    };
+    match console::windows::read_in_windows(source, framework, beside, options.given, sizes)? {
+        console::windows::Streamed::Windows(windows) => Ok(Some(ConsoleWindows {
+            shape,
+            facts: windows.head.facts.clone(),
+            model: windows.head.model.clone(),
+            hints: windows.head.hints.clone(),
+            windows,
+            beside_note,
+            bytes,
+        })),
+        console::windows::Streamed::Stopped(why) => Err(why),
+        console::windows::Streamed::Whole(_) => Err("it is no longer than its head".into()),
+    }
+}
+
+/// Whether `input` is a console log read in windows ([`console_in_windows`]): on disk, of a console
+/// log's shape and larger than a window's head once decompressed. Reads its first bytes only.
+pub fn is_windowed_console(input: &Input, options: &ReadOptions) -> bool {
+    matches!(
+        windowed_console(input, options, console::windows::window_sizes()),
+        Ok(Some(_))
+    )
+}
+
+/// A console log read in windows: its shape, its first bytes (read to tell the shape) and the rest of
+/// it, decompressed as it is read; `Ok(None)` where `input` is no such log.
+#[allow(clippy::type_complexity)]
+fn windowed_console(
+    input: &Input,
+    options: &ReadOptions,
+    sizes: console::windows::WindowSizes,
+) -> Result<Option<(Shape, Vec<u8>, Box<dyn Read + Send>)>, String> {
     let Some(path) = input.path.as_deref() else {
         return Ok(None);
     };
@@ -630,27 +673,7 @@ pub fn console_in_windows(
     if !matches!(shape, Shape::Console | Shape::Torchtitan) || (compressed && !over()) {
         return Ok(None);
     }
-    let beside = configs_beside(input);
-    let beside_note = beside_note(&beside);
-    let framework = (shape == Shape::Torchtitan).then_some("torchtitan");
-    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let source = Tallied {
-        inner: std::io::Cursor::new(head).chain(file),
-        bytes: Arc::clone(&bytes),
-    };
-    match console::windows::read_in_windows(source, framework, beside, options.given, sizes)? {
-        console::windows::Streamed::Windows(windows) => Ok(Some(ConsoleWindows {
-            shape,
-            facts: windows.head.facts.clone(),
-            model: windows.head.model.clone(),
-            hints: windows.head.hints.clone(),
-            windows,
-            beside_note,
-            bytes,
-        })),
-        console::windows::Streamed::Stopped(why) => Err(why),
-        console::windows::Streamed::Whole(_) => Err("it is no longer than its head".into()),
-    }
+    Ok(Some((shape, head, file)))
 }
 
 /// A source that tallies the bytes read from it where another owner can see them (the windows own
