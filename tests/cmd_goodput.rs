@@ -1116,8 +1116,8 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
 #[test]
 fn several_inputs_fold_their_large_logs_and_read_the_rest_whole() {
     // Two logs over the head, folded window by window one after the other, and a small table read
-    // whole, in input order: the summary and the audit read every input whole give, to the byte, with
-    // the same warnings. Goodput folds a log only where it is the only input, and says so.
+    // whole, in input order: the summary, audit and goodput read every input whole give, to the byte,
+    // with the same warnings.
     let wd = Workdir::new("goodput_windows_several");
     wd.create("a.log", checkpointed_log(6_000, 500));
     wd.create(
@@ -1161,11 +1161,60 @@ fn several_inputs_fold_their_large_logs_and_read_the_rest_whole() {
         assert_eq!(warnings(&said), warnings(&said_whole), "{command}");
         assert_eq!(csv_rows(&folded).len(), 3, "{command}: {folded}");
     }
+    // Goodput folds them too, each input its own run, twice.
     let (whole, _) = run("goodput", None);
     let (folded, said) = run("goodput", Some("65536,500,32,16384"));
-    assert!(
-        said.contains("not folded window by window (goodput folds a log in windows where it is the only input)"),
-        "{said}"
-    );
+    assert_eq!(said.matches("folded window by window").count(), 2, "{said}");
     assert_eq!(folded, whole);
+}
+
+#[test]
+fn a_run_of_one_log_per_launch_is_folded_in_windows_as_read_whole() {
+    // A folder of three launch logs (as a launcher that writes a log per launch leaves them), named so
+    // that their order is not their launches': one run, its files put in order of their first wall
+    // time, each after the first an attempt; every log over the head, folded window by window twice.
+    let wd = Workdir::new("goodput_windows_launches");
+    // Within one day: the helper's timestamps do not roll the date over at midnight.
+    let log = torchtitan_log(&[(1, 1000, 0), (901, 1800, 600), (1701, 2400, 300)]);
+    let mut launches: Vec<String> = Vec::new();
+    for line in log.lines() {
+        if line.contains("Trainer is initialized") {
+            launches.push(String::new());
+        }
+        let last = launches.last_mut().expect("the log starts with a launch");
+        last.push_str(line);
+        last.push('\n');
+    }
+    assert_eq!(launches.len(), 3);
+    for (name, text) in ["c.log", "a.log", "b.log"].iter().zip(&launches) {
+        wd.create(&format!("run/{name}"), text);
+    }
+    let run = |windows: Option<&str>| {
+        let mut mfu = wd.mfu();
+        if let Some(sizes) = windows {
+            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+        }
+        let out = mfu
+            .args(["goodput", "run", "--format", "csv", "-v"])
+            .args(FLAGS)
+            .assert()
+            .success();
+        let out = out.get_output();
+        (
+            String::from_utf8(out.stdout.clone()).unwrap(),
+            String::from_utf8(out.stderr.clone()).unwrap(),
+        )
+    };
+    let (whole, _) = run(None);
+    let (folded, said) = run(Some("65536,500,32,16384"));
+    assert_eq!(said.matches("folded window by window").count(), 3, "{said}");
+    assert_eq!(folded, whole);
+    let rows = csv_rows(&folded);
+    assert_eq!(rows.len(), 1, "{folded}");
+    assert_eq!(rows[0]["attempts"], "3");
+    // Steps 901..=1000 and 1701..=1800 ran twice; 900 s down between the launches.
+    assert_eq!(number(&rows[0], "steps_redone"), 200.0);
+    assert_eq!(number(&rows[0], "steps_kept"), 2400.0);
+    let recovery = number(&rows[0], "recovery_s");
+    assert!((recovery - 900.0).abs() < 1.0, "{recovery}");
 }

@@ -12,7 +12,7 @@ use crate::read::Input;
 use crate::summary::{f64s, step_spans, GroupBy, RunIndex, Spans};
 
 use super::runs::run_groups;
-use super::windowed::{Fold, FoldedRuns, Part, Window};
+use super::windowed::{Fold, FoldedRuns, Part, Window, WindowsRead};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 
@@ -980,6 +980,11 @@ impl<'w> RunStream<'w> {
         }
     }
 
+    /// The next row, its span already worked out (an input read whole).
+    fn push_spanned(&mut self, r: Row) {
+        self.stage(r);
+    }
+
     fn finish(&mut self) {
         if let Some(row) = self.spans.finish() {
             self.stage(row);
@@ -1149,9 +1154,347 @@ impl<'w> WindowsPass<'w> {
     }
 }
 
-/// The goodput of `parts`: where they are one console log to fold window by window, its fold
-/// ([`goodput_windows`]); else `Err`, to read them whole (a run's files are put in order of their first
-/// wall time, and the launch folders of a run joined, once every input is read).
+/// What goodput reads of one input of a run read as several ([`goodput_several`]), from its rows or
+/// its first window: where it stands among the run's files and what it says of its clock.
+struct ChunkFacts {
+    key: Vec<Option<String>>,
+    /// Its first wall time (files are put in this order); `None` where its first rows have none.
+    first_wall: Option<f64>,
+    wall_column: Option<String>,
+    refused: Vec<String>,
+    display: String,
+}
+
+/// The facts of an input (or its first window) `l`, called `display`; `None` where its rows are not
+/// one run by input (a run_id column), or its step times are a run clock differenced (a W&B run).
+fn chunk_facts(display: &str, l: &Loaded) -> Result<Option<ChunkFacts>, PipelineError> {
+    if l.column_for("run_id").is_some() {
+        return Ok(None);
+    }
+    let columns = table_columns(display, l, &GroupBy::File)?;
+    let rows = InputRows::new(columns, l, 0, false);
+    if rows.clock_timed {
+        return Ok(None);
+    }
+    Ok(Some(ChunkFacts {
+        key: vec![Some(l.argument.clone())],
+        first_wall: rows.walls.iter().flatten().next().copied(),
+        wall_column: rows.wall_column.clone(),
+        refused: rows.refused.clone(),
+        display: display.to_string(),
+    }))
+}
+
+/// A numeric wall-time column's pairs of rows and how many of them go back, over a whole input read
+/// window by window (as [`wall_times`] judges a whole column).
+#[derive(Default)]
+struct Backwards {
+    back: usize,
+    pairs: usize,
+    last: Option<f64>,
+}
+
+impl Backwards {
+    fn add(&mut self, walls: &[Option<f64>]) {
+        for w in walls.iter().flatten() {
+            if let Some(last) = self.last {
+                self.pairs += 1;
+                self.back += usize::from(*w < last);
+            }
+            self.last = Some(*w);
+        }
+    }
+
+    fn too_often(&self) -> bool {
+        self.pairs > 0 && self.back * 10 > self.pairs
+    }
+}
+
+/// What feeding an input gave: a log's most common step gap (its spans' own) and what its reading in
+/// windows said.
+type Fed = (Option<f64>, Option<WindowsRead>);
+
+/// Feeds one input's rows (`part`, of facts `facts`) into its run's `stream`, as [`measure_runs`]
+/// concatenates a run's files: its first row marked a relaunch where it is not the run's first file
+/// (`later`), its wall times dropped where the run's clock has no date (`undated`). Its spans are its
+/// own: worked out here for a log folded in windows (`usual_gap` known in the second pass), and that
+/// log's most common gap given back. `Err` (why) where it does not read as reading it whole does.
+#[allow(clippy::too_many_arguments)]
+fn feed_chunk(
+    plan: &Plan,
+    observer: &dyn Observer,
+    part: &Part,
+    facts: &ChunkFacts,
+    stream: &mut RunStream,
+    later: bool,
+    undated: bool,
+    usual_gap: Option<f64>,
+) -> Result<Result<Fed, String>, PipelineError> {
+    let mut first = true;
+    let mut prepare = |mut r: Row| {
+        if first && later {
+            r.restart = true;
+        }
+        first = false;
+        if undated {
+            r.wall_time = None;
+        }
+        r
+    };
+    match part {
+        Part::Loaded(display, l) => {
+            let columns = table_columns(display, l, &GroupBy::File)?;
+            let height = columns.height;
+            let mut rows = InputRows::new(columns, l, 0, true);
+            for row in 0..height {
+                let r = prepare(rows.row(row));
+                stream.push_spanned(r);
+            }
+            Ok(Ok((None, None)))
+        }
+        Part::Windows(input) => {
+            stream.spans = SpanStream {
+                spans: Spans::with_usual_gap(usual_gap),
+                held: None,
+            };
+            let mut backwards = Backwards::default();
+            let mut numeric: Option<bool> = None;
+            let read = plan.fold_windows(input, observer, &mut |window| {
+                let columns = table_columns(&facts.display, &window.loaded, &GroupBy::File)?;
+                let height = columns.height;
+                let is_numeric = columns.numeric_wall;
+                let mut rows = InputRows::new(columns, &window.loaded, window.first_row, false);
+                if (&rows.wall_column, &rows.refused) != (&facts.wall_column, &facts.refused)
+                    || *numeric.get_or_insert(is_numeric) != is_numeric
+                {
+                    return Ok(Fold::Stop(
+                        "a window picks its wall clock otherwise than the first".into(),
+                    ));
+                }
+                if is_numeric {
+                    backwards.add(&rows.walls);
+                }
+                for row in 0..height {
+                    let r = prepare(rows.row(row));
+                    stream.push(r);
+                }
+                Ok(Fold::On)
+            })?;
+            let read = match read {
+                Ok(read) => read,
+                Err(why) => return Ok(Err(why.unwrap_or_else(|| "it is read whole".into()))),
+            };
+            if let Some(row) = stream.spans.finish() {
+                stream.stage(row);
+            }
+            if backwards.too_often() {
+                return Ok(Err(
+                    "its wall-time column goes back between more than a tenth of its rows".into(),
+                ));
+            }
+            if !stream.spans.spans.guesses_hold() {
+                return Ok(Err(
+                    "a row's span is its run's most common step gap, known once every row is read"
+                        .into(),
+                ));
+            }
+            Ok(Ok((stream.spans.spans.usual_gap(), Some(read))))
+        }
+    }
+}
+
+/// The goodput of several inputs, each a run's file (runs by input: no `--by`, no run_id column), the
+/// large console logs among them folded window by window, twice: the run's files in order of their
+/// first wall time, each after the first starting an attempt, as [`goodput_runs`] reads them whole.
+fn goodput_several(
+    plan: &Plan,
+    parts: Vec<Part>,
+    observer: &dyn Observer,
+    by: &[String],
+) -> Result<FoldedRuns<RunGoodput>, PipelineError> {
+    let whole = |why: &str| Ok(Err(Some(why.to_string())));
+    if !by.is_empty() {
+        return whole("goodput folds several inputs where each is a run's file (no --by)");
+    }
+    // Each input's facts: from its rows, or from a log's first window.
+    let mut facts: Vec<ChunkFacts> = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let found = match part {
+            Part::Loaded(display, l) => chunk_facts(display, l)?,
+            Part::Windows(input) => {
+                let (mut found, mut seen) = (None, false);
+                let stopped = plan.fold_windows(input, observer, &mut |window| {
+                    seen = true;
+                    found = chunk_facts(&input.display, &window.loaded)?;
+                    Ok(Fold::Stop(
+                        "its first window is all goodput needs to order it".into(),
+                    ))
+                })?;
+                // Stopped after its first window, by design; before it, the log is read whole.
+                if let (false, Err(Some(why))) = (seen, stopped) {
+                    return whole(&why);
+                }
+                found.filter(|f| f.first_wall.is_some())
+            }
+        };
+        match found {
+            Some(found) => facts.push(found),
+            None => {
+                return whole(
+                    "an input is not one run's file with a wall time in its first rows (a run_id column, a run clock, no clock)",
+                )
+            }
+        }
+    }
+    // The runs in order of first appearance, each its files in order of their first wall time.
+    let mut order: Vec<Vec<Option<String>>> = Vec::new();
+    let mut files: Vec<Vec<usize>> = Vec::new();
+    for (i, f) in facts.iter().enumerate() {
+        match order.iter().position(|k| *k == f.key) {
+            Some(at) => files[at].push(i),
+            None => {
+                order.push(f.key.clone());
+                files.push(vec![i]);
+            }
+        }
+    }
+    for run in &mut files {
+        run.sort_by(|a, b| {
+            let (x, y) = (facts[*a].first_wall, facts[*b].first_wall);
+            match (x, y) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            }
+        });
+    }
+    // Each run's clock column (its first input's, in input order), and whether it has no date.
+    let clocks: Vec<(Option<String>, bool)> = files
+        .iter()
+        .map(|run| {
+            let mut inputs = run.clone();
+            inputs.sort_unstable();
+            let column = inputs.iter().find_map(|i| facts[*i].wall_column.clone());
+            let undated = column.as_deref() == Some(LOG_CLOCK_COLUMN) && run.len() > 1;
+            (column, undated)
+        })
+        .collect();
+    // First pass: each run surveyed, each log's most common step gap found.
+    let mut gaps: Vec<Option<f64>> = vec![None; parts.len()];
+    let mut weights: Vec<Weights> = Vec::with_capacity(files.len());
+    for (run, (_, undated)) in files.iter().zip(&clocks) {
+        let mut stream = RunStream::new(None, RunFold::Survey(Survey::default()));
+        for (k, &i) in run.iter().enumerate() {
+            let fed = feed_chunk(
+                plan,
+                observer,
+                &parts[i],
+                &facts[i],
+                &mut stream,
+                k > 0,
+                *undated,
+                None,
+            )?;
+            match fed {
+                Ok((gap, _)) => gaps[i] = gap,
+                Err(why) => return whole(&why),
+            }
+        }
+        stream.untimed_attempt |= stream.untimed.finish().is_some();
+        if !stream.any_step {
+            return whole("a run has no step time: its rows are weighed as read whole");
+        }
+        if stream.untimed_attempt {
+            return whole(
+                "an attempt logged no step time: it is timed by its wall clock, over all its rows",
+            );
+        }
+        let RunFold::Survey(survey) = stream.fold else {
+            return whole("the first pass surveys");
+        };
+        match survey.finish() {
+            Some(w) => weights.push(w),
+            None => return whole("a run's rows are all left out as no steps"),
+        }
+    }
+    // Second pass: each row weighed.
+    let mut reads: Vec<Option<WindowsRead>> = parts.iter().map(|_| None).collect();
+    let mut measured = Vec::with_capacity(files.len());
+    for (((run, (wall_time_column, undated)), keys), w) in
+        files.iter().zip(clocks).zip(order).zip(&weights)
+    {
+        let mut stream = RunStream::new(None, RunFold::Accounts(Accounts::new(w)));
+        for (k, &i) in run.iter().enumerate() {
+            let fed = feed_chunk(
+                plan,
+                observer,
+                &parts[i],
+                &facts[i],
+                &mut stream,
+                k > 0,
+                undated,
+                gaps[i],
+            )?;
+            match fed {
+                Ok((_, read)) => reads[i] = read,
+                Err(why) => return whole(&why),
+            }
+        }
+        let RunFold::Accounts(accounts) = &stream.fold else {
+            return whole("the second pass weighs");
+        };
+        if !accounts.as_surveyed() {
+            return whole("the log changed between the two passes (a run still writing it)");
+        }
+        let mut goodput = match stream.fold {
+            RunFold::Accounts(accounts) => accounts.finish(),
+            RunFold::Survey(_) => return whole("the second pass weighs"),
+        };
+        // The notes and sources in input order, as the run's rows were gathered.
+        let mut inputs = run.clone();
+        inputs.sort_unstable();
+        let mut refused: Vec<String> = Vec::new();
+        let mut sources: Vec<String> = Vec::new();
+        for &i in &inputs {
+            for note in &facts[i].refused {
+                if !refused.contains(note) {
+                    refused.push(note.clone());
+                }
+            }
+            if !sources.contains(&facts[i].display) {
+                sources.push(facts[i].display.clone());
+            }
+        }
+        if undated {
+            refused.push(format!(
+                "the lines' timestamps have no date ('{LOG_CLOCK_COLUMN}', seconds since each file's first line): the run's {} files cannot be put on one clock",
+                run.len()
+            ));
+        }
+        run_notes(
+            &mut goodput,
+            stream.launches_without_steps,
+            refused,
+            &sources,
+            stream.rows - stream.kept,
+        );
+        measured.push(RunGoodput {
+            keys,
+            goodput,
+            wall_time_column,
+            sources,
+        });
+    }
+    Ok(Ok((
+        (vec!["input".into()], measured),
+        reads.into_iter().flatten().collect(),
+    )))
+}
+
+/// The goodput of `parts`, the large console logs among them folded window by window: one log alone
+/// ([`goodput_windows`]: its runs as its rows key them), or several inputs each a run's file
+/// ([`goodput_several`]); `Err` (why) where they are to be read whole.
 pub fn goodput_parts(
     plan: &Plan,
     parts: Vec<Part>,
@@ -1160,9 +1503,7 @@ pub fn goodput_parts(
 ) -> Result<FoldedRuns<RunGoodput>, PipelineError> {
     match parts.as_slice() {
         [Part::Windows(input)] => goodput_windows(plan, input, observer, by),
-        _ => Ok(Err(Some(
-            "goodput folds a log in windows where it is the only input".into(),
-        ))),
+        _ => goodput_several(plan, parts, observer, by),
     }
 }
 
