@@ -33,7 +33,8 @@ LINE = (
 )
 
 
-def gen(path, size_mb):
+def write_log(path, size_mb, line_of):
+    """HEAD, then `line_of(step)` for steps 1, 2, ... until the log is `size_mb` megabytes."""
     target = size_mb * 1024 * 1024
     written = 0
     step = 0
@@ -41,40 +42,40 @@ def gen(path, size_mb):
         out.write(HEAD)
         while written < target:
             step += 1
-            t = step % 86400
-            line = LINE.format(
-                h=t // 3600, m=t // 60 % 60, s=t % 60, ms=step % 1000, step=step,
-                loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
-                mem=35.12 + (step % 7) / 100, pct=44.36, tps=6900 + step % 50,
-                tf=325.67 + (step % 13) / 10, mfu=32.93 + (step % 11) / 100,
-            )
+            line = line_of(step)
             out.write(line)
             written += len(line)
+
+
+def gen(path, size_mb):
+    def line_of(step):
+        t = step % 86400
+        return LINE.format(
+            h=t // 3600, m=t // 60 % 60, s=t % 60, ms=step % 1000, step=step,
+            loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
+            mem=35.12 + (step % 7) / 100, pct=44.36, tps=6900 + step % 50,
+            tf=325.67 + (step % 13) / 10, mfu=32.93 + (step % 11) / 100,
+        )
+    write_log(path, size_mb, line_of)
 
 
 def gen_noisy(path, size_mb):
-    target = size_mb * 1024 * 1024
-    written = 0
-    step = 0
-    clock_ms = 0
-    state = 12345
-    with open(path, "w") as out:
-        out.write(HEAD)
-        while written < target:
-            step += 1
-            # A linear congruential generator: the same log on every machine.
-            state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
-            clock_ms += 800 + (state >> 33) % 501
-            tps = 5000 + (state >> 17) % 5000
-            t = clock_ms // 1000 % 86400
-            line = LINE.format(
-                h=t // 3600, m=t // 60 % 60, s=t % 60, ms=clock_ms % 1000, step=step,
-                loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
-                mem=35.12 + (step % 7) / 100, pct=44.36, tps=tps,
-                tf=tps * 0.0472, mfu=tps * 0.00477,
-            )
-            out.write(line)
-            written += len(line)
+    # A linear congruential generator: the same log on every machine.
+    state = {"lcg": 12345, "clock_ms": 0}
+
+    def line_of(step):
+        state["lcg"] = (state["lcg"] * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        state["clock_ms"] += 800 + (state["lcg"] >> 33) % 501
+        clock_ms = state["clock_ms"]
+        tps = 5000 + (state["lcg"] >> 17) % 5000
+        t = clock_ms // 1000 % 86400
+        return LINE.format(
+            h=t // 3600, m=t // 60 % 60, s=t % 60, ms=clock_ms % 1000, step=step,
+            loss=2.0 + (step * 7919 % 1000) / 1000, gn=1.0 + (step % 97) / 100,
+            mem=35.12 + (step % 7) / 100, pct=44.36, tps=tps,
+            tf=tps * 0.0472, mfu=tps * 0.00477,
+        )
+    write_log(path, size_mb, line_of)
 
 
 # What a user writes: strip colours, one pattern for the step line, the batch line for tokens.

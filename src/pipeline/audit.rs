@@ -11,8 +11,8 @@ use crate::compute::{MFU_WALL_CLOCK, PEAK_FLOPS_PER_DEVICE, TOKENS_PER_SECOND};
 use crate::peaks::precision::parse_dtype;
 use crate::summary::{GroupBy, RunIndex};
 
-use super::runs::run_groups;
-use super::windowed::{key_names, Fold, FoldedRuns, Part};
+use super::runs::{key_names, run_group, run_groups};
+use super::windowed::{Fold, FoldedRuns, Part};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 
@@ -571,28 +571,24 @@ pub fn audit_parts(
     for part in parts {
         let input = match part {
             Part::Loaded(display, l) => {
-                let item = [(display, *l)];
-                let (n, groups) = run_groups(&item, by)?;
+                let (n, group) = run_group(&display, &l, by)?;
                 names.push(n);
-                let [(display, l)] = item;
-                if let Some(group) = groups.first() {
-                    runs.add(&display, &l, group)?;
-                }
+                runs.add(&display, &l, &group)?;
                 continue;
             }
             Part::Windows(input) => input,
         };
         let mut grouped: Option<GroupBy> = None;
         let read = plan.fold_windows(input, observer, &mut |window| {
-            let item = [(input.display.clone(), window.loaded)];
-            if grouped.is_none() {
-                let (n, groups) = run_groups(&item, by)?;
-                names.push(n);
-                grouped = groups.into_iter().next();
-            }
-            if let Some(group) = &grouped {
-                runs.add(&item[0].0, &item[0].1, group)?;
-            }
+            let group = match &grouped {
+                Some(group) => group,
+                None => {
+                    let (n, group) = run_group(&input.display, &window.loaded, by)?;
+                    names.push(n);
+                    grouped.insert(group)
+                }
+            };
+            runs.add(&input.display, &window.loaded, group)?;
             Ok(Fold::On)
         })?;
         match read {

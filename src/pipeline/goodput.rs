@@ -11,7 +11,7 @@ use crate::goodput::{measure, Accounts, Goodput, Mark, Row, Survey, Weights};
 use crate::read::Input;
 use crate::summary::{f64s, step_spans, GroupBy, RunIndex, Spans};
 
-use super::runs::run_groups;
+use super::runs::{run_group, run_groups};
 use super::windowed::{Fold, FoldedRuns, Part, Window, WindowsRead};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
@@ -1023,9 +1023,7 @@ struct WindowsPass<'w> {
     /// A numeric wall-time column: how often it goes back between its values over the whole log (as
     /// [`wall_times`] judges a whole column), and its last value.
     numeric_wall: bool,
-    back: usize,
-    pairs: usize,
-    last_wall: Option<f64>,
+    backwards: Backwards,
     /// The second pass: each run's weights from the first, and its most common step gap.
     weights: Option<&'w [(Weights, Option<f64>)]>,
 }
@@ -1040,9 +1038,7 @@ impl<'w> WindowsPass<'w> {
             runs: Vec::new(),
             wall: None,
             numeric_wall: false,
-            back: 0,
-            pairs: 0,
-            last_wall: None,
+            backwards: Backwards::default(),
             weights,
         }
     }
@@ -1051,24 +1047,24 @@ impl<'w> WindowsPass<'w> {
     /// (its clock chosen otherwise), or its runs may be launch folders to join (read whole).
     fn window(&mut self, display: &str, window: Window) -> Result<Fold, PipelineError> {
         let stop = |why: &str| Ok(Fold::Stop(why.to_string()));
-        let item = (display.to_string(), window.loaded);
+        let loaded = window.loaded;
         if self.grouped.is_none() {
-            let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
+            let (names, group) = run_group(display, &loaded, self.by)?;
             // Runs keyed by run_id may be a parent's launch folders, joined only when read whole.
             if names == ["run_id"] {
                 return stop(
                     "runs keyed by run_id may be launch folders, joined only when read whole",
                 );
             }
-            self.grouped = groups.into_iter().next().map(|g| (names, g));
+            self.grouped = Some((names, group));
         }
         let Some((_, group)) = &self.grouped else {
             return stop("it has no rows");
         };
-        let columns = table_columns(display, &item.1, group)?;
+        let columns = table_columns(display, &loaded, group)?;
         let height = columns.height;
         let numeric_wall = columns.numeric_wall;
-        let mut rows = InputRows::new(columns, &item.1, window.first_row, false);
+        let mut rows = InputRows::new(columns, &loaded, window.first_row, false);
         let chose = (rows.wall_column.clone(), rows.refused.clone());
         match &self.wall {
             None => {
@@ -1081,13 +1077,7 @@ impl<'w> WindowsPass<'w> {
             Some(_) => {}
         }
         if self.numeric_wall {
-            for w in rows.walls.iter().flatten() {
-                if let Some(last) = self.last_wall {
-                    self.pairs += 1;
-                    self.back += usize::from(*w < last);
-                }
-                self.last_wall = Some(*w);
-            }
+            self.backwards.add(&rows.walls);
         }
         let mut current: Option<(usize, usize)> = None;
         for row in 0..height {
@@ -1131,7 +1121,7 @@ impl<'w> WindowsPass<'w> {
     /// clock, a span that the run's most common gap decides, a numeric clock that goes back too often.
     fn finish(&mut self) -> Result<(), String> {
         self.runs.iter_mut().for_each(RunStream::finish);
-        if self.numeric_wall && self.pairs > 0 && self.back * 10 > self.pairs {
+        if self.numeric_wall && self.backwards.too_often() {
             return Err(
                 "its wall-time column goes back between more than a tenth of its rows".into(),
             );
@@ -1383,23 +1373,33 @@ fn goodput_several(
     // First pass: each run surveyed, each log's most common step gap found.
     let mut gaps: Vec<Option<f64>> = vec![None; parts.len()];
     let mut weights: Vec<Weights> = Vec::with_capacity(files.len());
-    for (run, (_, undated)) in files.iter().zip(&clocks) {
-        let mut stream = RunStream::new(None, RunFold::Survey(Survey::default()));
+    // A run's files fed into `stream` in order, each log's spans by its gap of `gaps` (known in the
+    // second pass): what each gave, by input.
+    let feed_run = |stream: &mut RunStream, run: &[usize], undated: bool, gaps: Option<&[_]>| {
+        let mut fed = Vec::with_capacity(run.len());
         for (k, &i) in run.iter().enumerate() {
-            let fed = feed_chunk(
+            let gap = gaps.and_then(|g: &[Option<f64>]| g[i]);
+            match feed_chunk(
                 plan,
                 observer,
                 &parts[i],
                 &facts[i],
-                &mut stream,
+                stream,
                 k > 0,
-                *undated,
-                None,
-            )?;
-            match fed {
-                Ok((gap, _)) => gaps[i] = gap,
-                Err(why) => return whole(&why),
+                undated,
+                gap,
+            )? {
+                Ok(one) => fed.push((i, one)),
+                Err(why) => return Ok(Err(why)),
             }
+        }
+        Ok::<_, PipelineError>(Ok(fed))
+    };
+    for (run, (_, undated)) in files.iter().zip(&clocks) {
+        let mut stream = RunStream::new(None, RunFold::Survey(Survey::default()));
+        match feed_run(&mut stream, run, *undated, None)? {
+            Ok(fed) => fed.into_iter().for_each(|(i, (gap, _))| gaps[i] = gap),
+            Err(why) => return whole(&why),
         }
         stream.untimed_attempt |= stream.untimed.finish().is_some();
         if !stream.any_step {
@@ -1425,21 +1425,9 @@ fn goodput_several(
         files.iter().zip(clocks).zip(order).zip(&weights)
     {
         let mut stream = RunStream::new(None, RunFold::Accounts(Accounts::new(w)));
-        for (k, &i) in run.iter().enumerate() {
-            let fed = feed_chunk(
-                plan,
-                observer,
-                &parts[i],
-                &facts[i],
-                &mut stream,
-                k > 0,
-                undated,
-                gaps[i],
-            )?;
-            match fed {
-                Ok((_, read)) => reads[i] = read,
-                Err(why) => return whole(&why),
-            }
+        match feed_run(&mut stream, run, undated, Some(&gaps))? {
+            Ok(fed) => fed.into_iter().for_each(|(i, (_, read))| reads[i] = read),
+            Err(why) => return whole(&why),
         }
         let RunFold::Accounts(accounts) = &stream.fold else {
             return whole("the second pass weighs");

@@ -5,8 +5,8 @@ use crate::columns::{Field, FieldSource};
 use crate::summary::{summarize, GroupBy, RunIndex, RunSummary, Spans, SummaryInput, SummaryRuns};
 
 use super::audit::{AuditRuns, RunAudit};
-use super::runs::run_groups;
-use super::windowed::{key_names, Fold, FoldedRuns, Part};
+use super::runs::{key_names, run_group, run_groups};
+use super::windowed::{Fold, FoldedRuns, Part};
 use super::{Loaded, Observer, PipelineError, Plan};
 
 /// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
@@ -107,15 +107,9 @@ impl SummaryWindows<'_> {
 
     /// Folds one window; stops where the log is more than one run.
     fn window(&mut self, display: &str, l: Loaded) -> Result<Fold, PipelineError> {
-        let l = match self.grouped {
-            Some(_) => l,
-            None => {
-                let item = (display.to_string(), l);
-                let (names, groups) = run_groups(std::slice::from_ref(&item), self.by)?;
-                self.grouped = groups.into_iter().next().map(|g| (names, g));
-                item.1
-            }
-        };
+        if self.grouped.is_none() {
+            self.grouped = Some(run_group(display, &l, self.by)?);
+        }
         let Some((_, group)) = self.grouped.as_ref() else {
             return Ok(Fold::Stop("it has no runs".into()));
         };
@@ -179,16 +173,12 @@ pub fn summary_parts(
     for part in parts {
         let input = match part {
             Part::Loaded(display, l) => {
-                let item = [(display, *l)];
-                let (n, groups) = run_groups(&item, by)?;
+                let (n, group) = run_group(&display, &l, by)?;
                 names.push(n);
-                let [(display, l)] = item;
-                if let Some(group) = groups.into_iter().next() {
-                    let input = summary_input(&display, &l, group.clone());
-                    runs.add_input(&input, skip_steps)
-                        .map_err(PipelineError::Combine)?;
-                    audits.add(&display, &l, &group)?;
-                }
+                let input = summary_input(&display, &l, group.clone());
+                runs.add_input(&input, skip_steps)
+                    .map_err(PipelineError::Combine)?;
+                audits.add(&display, &l, &group)?;
                 continue;
             }
             Part::Windows(input) => input,

@@ -52,17 +52,6 @@ pub enum Part<'a> {
     Windows(&'a Input),
 }
 
-/// The key column names of runs split by `by` over inputs whose own names were `names` (each input's,
-/// as [`super::runs::run_groups`] gives them for it alone): the `by` keys, else `run_id` where any
-/// input has one, else `source_file`.
-pub fn key_names(by: &[String], names: &[Vec<String>]) -> Vec<String> {
-    match names.first() {
-        Some(first) if !by.is_empty() => first.clone(),
-        _ if names.iter().any(|n| n == &["run_id"]) => vec!["run_id".into()],
-        _ => vec!["source_file".into()],
-    }
-}
-
 /// One window, enriched, and the rows of the log before it.
 pub struct Window {
     pub loaded: Loaded,
