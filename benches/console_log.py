@@ -6,10 +6,12 @@ the first measurements, kept to compare with them).
 `gen` repeats a few values (50 token rates, 11 MFU figures, one step time); `gen-noisy` draws each
 step's duration (0.8 to 1.3 s, to the millisecond) and token rate (5,000 to 9,999) at random, as a
 real run's jitter does, so the commands that count figures by distinct value (`summary`, `goodput`,
-`audit` of a log read in windows) meet thousands of them.
+`audit` of a log read in windows) meet thousands of them; `gen-distinct` draws the token rate from
+ten million values, so that nearly every row's figures differ: their worst case.
 
     python3 benches/console_log.py gen OUT.log SIZE_MB
     python3 benches/console_log.py gen-noisy OUT.log SIZE_MB
+    python3 benches/console_log.py gen-distinct OUT.log SIZE_MB
     python3 benches/console_log.py re LOG
     python3 benches/console_log.py re-minimal LOG
 """
@@ -59,7 +61,7 @@ def gen(path, size_mb):
     write_log(path, size_mb, line_of)
 
 
-def gen_noisy(path, size_mb):
+def gen_noisy(path, size_mb, rates=5000, lowest=5000):
     # A linear congruential generator: the same log on every machine.
     state = {"lcg": 12345, "clock_ms": 0}
 
@@ -67,7 +69,7 @@ def gen_noisy(path, size_mb):
         state["lcg"] = (state["lcg"] * 6364136223846793005 + 1442695040888963407) % (1 << 64)
         state["clock_ms"] += 800 + (state["lcg"] >> 33) % 501
         clock_ms = state["clock_ms"]
-        tps = 5000 + (state["lcg"] >> 17) % 5000
+        tps = lowest + (state["lcg"] >> 17) % rates
         t = clock_ms // 1000 % 86400
         return LINE.format(
             h=t // 3600, m=t // 60 % 60, s=t % 60, ms=clock_ms % 1000, step=step,
@@ -141,6 +143,8 @@ if __name__ == "__main__":
         gen(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "gen-noisy":
         gen_noisy(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "gen-distinct":
+        gen_noisy(sys.argv[2], int(sys.argv[3]), rates=10_000_000, lowest=100_000)
     elif sys.argv[1] == "re-minimal":
         pull_minimal(sys.argv[2])
     else:

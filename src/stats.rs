@@ -35,12 +35,78 @@ pub fn upper_middle(values: &mut [f64]) -> Option<f64> {
     (n > 0).then(|| *values.select_nth_unstable_by(n / 2, f64::total_cmp).1)
 }
 
+/// Keys by how often each was seen, while they repeat: once more than [`RAW_AFTER`] distinct keys
+/// are a quarter of all those seen, every key one by one instead. A distinct key takes 20 to 48
+/// bytes in the map (its count, the table's control byte and slack), one by one the key's own 8 to 24:
+/// a log whose every row's figure differs (`benches/console_log.py gen-distinct`) would otherwise hold
+/// more than reading it whole did.
+#[derive(Debug, Clone)]
+pub struct Tally<K> {
+    counts: PlHashMap<K, u64>,
+    raw: Option<Vec<K>>,
+    len: u64,
+}
+
+/// Distinct keys a [`Tally`] counts in its map before it may keep them one by one.
+pub const RAW_AFTER: usize = 1 << 18;
+
+impl<K> Default for Tally<K> {
+    fn default() -> Tally<K> {
+        Tally {
+            counts: PlHashMap::default(),
+            raw: None,
+            len: 0,
+        }
+    }
+}
+
+impl<K: Copy + Eq + std::hash::Hash> Tally<K> {
+    /// Counts `key` `times` times.
+    pub fn push_times(&mut self, key: K, times: u64) {
+        if times == 0 {
+            return;
+        }
+        self.len += times;
+        if let Some(raw) = self.raw.as_mut() {
+            raw.extend(std::iter::repeat_n(key, times as usize));
+            return;
+        }
+        *self.counts.entry(key).or_insert(0) += times;
+        let distinct = self.counts.len();
+        if distinct > RAW_AFTER && (distinct as u64).saturating_mul(4) > self.len {
+            let mut raw = Vec::with_capacity(self.len as usize);
+            for (key, n) in self.counts.drain() {
+                raw.extend(std::iter::repeat_n(key, n as usize));
+            }
+            self.counts = PlHashMap::default();
+            self.raw = Some(raw);
+        }
+    }
+
+    /// Keys counted, each as often as it was seen.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Each key with how often it was seen, in no order; a key kept one by one comes once each time.
+    pub fn entries(&self) -> Box<dyn Iterator<Item = (K, u64)> + '_> {
+        match &self.raw {
+            Some(raw) => Box::new(raw.iter().map(|k| (*k, 1))),
+            None => Box::new(self.counts.iter().map(|(k, n)| (*k, *n))),
+        }
+    }
+}
+
 /// Values by how often each was seen (keyed by their bits: `-0.0` and `0.0` apart, as `total_cmp` has
-/// them): the order statistics of as many values as a log has rows, in memory of its distinct values.
+/// them): the order statistics of as many values as a log has rows, in memory of its distinct values
+/// (one by one where they hardly repeat: [`Tally`]).
 #[derive(Debug, Clone, Default)]
 pub struct Counted {
-    counts: PlHashMap<u64, u64>,
-    len: u64,
+    tally: Tally<u64>,
 }
 
 impl Counted {
@@ -50,50 +116,55 @@ impl Counted {
 
     /// Counts `value` `times` times.
     pub fn push_times(&mut self, value: f64, times: u64) {
-        if times > 0 {
-            *self.counts.entry(value.to_bits()).or_insert(0) += times;
-            self.len += times;
-        }
+        self.tally.push_times(value.to_bits(), times);
     }
 
     /// Values counted, each as often as it was seen.
     pub fn len(&self) -> u64 {
-        self.len
+        self.tally.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.tally.is_empty()
     }
 
     /// Distinct values.
     pub fn distinct(&self) -> usize {
-        self.counts.len()
+        self.sorted().len()
     }
 
     /// The distinct values in `total_cmp` order, each with its count.
     pub fn sorted(&self) -> Vec<(f64, u64)> {
         let mut out: Vec<(f64, u64)> = self
-            .counts
-            .iter()
-            .map(|(bits, n)| (f64::from_bits(*bits), *n))
+            .tally
+            .entries()
+            .map(|(bits, n)| (f64::from_bits(bits), n))
             .collect();
         out.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        // Values kept one by one come once each: their counts put together.
+        out.dedup_by(|later, kept| {
+            let same = later.0.to_bits() == kept.0.to_bits();
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
         out
     }
 
     /// The median, as [`median`] gives it over the values one by one.
     pub fn median(&self) -> Option<f64> {
-        median_of_sorted(&self.sorted(), self.len)
+        median_of_sorted(&self.sorted(), self.len())
     }
 
     /// Whether every value equals every other (true when empty), as comparing each with the first says.
     pub fn all_equal(&self) -> bool {
-        let mut values = self.counts.keys().map(|b| f64::from_bits(*b));
+        let mut values = self.tally.entries().map(|(b, _)| f64::from_bits(b));
         let Some(first) = values.next() else {
             return true;
         };
         // NaN equals nothing, itself included; 0.0 and -0.0 are equal though their bits differ.
-        (!first.is_nan() || self.len == 1) && values.all(|v| v == first)
+        (!first.is_nan() || self.len() == 1) && values.all(|v| v == first)
     }
 }
 
@@ -222,6 +293,29 @@ mod tests {
         let mut nans = Counted::default();
         nans.push_times(f64::NAN, 2);
         assert!(!nans.all_equal());
+    }
+
+    #[test]
+    fn values_that_hardly_repeat_are_kept_one_by_one_with_the_same_statistics() {
+        // Past RAW_AFTER distinct values that are a quarter of all, the tally keeps them one by one:
+        // the same median, sorted counts and equality as counted by value.
+        let n = RAW_AFTER as u64 + 1000;
+        let values: Vec<f64> = (0..n).map(|i| (i % (n - 7)) as f64 * 0.5 - 3.0).collect();
+        let mut counted = Counted::default();
+        values.iter().for_each(|v| counted.push(*v));
+        assert!(counted.tally.raw.is_some());
+        let mut one_by_one = values.clone();
+        assert_eq!(counted.median(), median(&mut one_by_one));
+        let sorted = counted.sorted();
+        assert_eq!(sorted.len() as u64, n - 7);
+        assert_eq!(sorted.iter().map(|(_, c)| c).sum::<u64>(), n);
+        assert_eq!(sorted[0], (-3.0, 2));
+        assert!(!counted.all_equal());
+        // A few values repeated many times stay counted by value.
+        let mut few = Counted::default();
+        (0..n).for_each(|i| few.push((i % 100) as f64));
+        assert!(few.tally.raw.is_none());
+        assert_eq!(few.distinct(), 100);
     }
 
     #[test]

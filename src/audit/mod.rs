@@ -13,11 +13,10 @@ pub mod lookups;
 
 use std::sync::OnceLock;
 
-use polars::prelude::PlHashMap;
 use serde::Deserialize;
 
 use crate::peaks::precision::Dtype;
-use crate::stats::Counted;
+use crate::stats::{Counted, Tally};
 use lookups::Emulated;
 
 /// How a framework writes its MFU.
@@ -283,7 +282,7 @@ pub struct Folded {
     tflops_per_rate: Counted,
     /// Rows with a logged MFU and a rate: (MFU, rate) by their bits, whether the row has TFLOP/s too,
     /// and how many.
-    mfu_and_rate: PlHashMap<(u64, u64, bool), u64>,
+    mfu_and_rate: Tally<(u64, u64, bool)>,
     mfu: Counted,
     flops_per_token: Counted,
     ratio: Counted,
@@ -329,10 +328,8 @@ impl Folded {
             tflops.zip(rate).map(|(t, rate)| t * 1e12 / rate),
         );
         if let (Some(m), Some(rate)) = (mfu_logged, rate) {
-            *self
-                .mfu_and_rate
-                .entry((m.to_bits(), rate.to_bits(), tflops.is_some()))
-                .or_insert(0) += 1;
+            self.mfu_and_rate
+                .push_times((m.to_bits(), rate.to_bits(), tflops.is_some()), 1);
         }
         count_finite(&mut self.mfu, positive(r.mfu));
         count_finite(&mut self.flops_per_token, positive(r.flops_per_token));
@@ -346,7 +343,7 @@ impl Folded {
     /// says which rows' pairs count (`None`: all).
     fn pairs(&self, with_tflops: Option<bool>, value: impl Fn(f64, f64) -> f64) -> Counted {
         let mut out = Counted::default();
-        for (&(m, rate, tflops), &n) in &self.mfu_and_rate {
+        for ((m, rate, tflops), n) in self.mfu_and_rate.entries() {
             if with_tflops.is_none_or(|w| w == tflops) {
                 let v = value(f64::from_bits(m), f64::from_bits(rate));
                 if v.is_finite() {
