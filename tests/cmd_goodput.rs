@@ -1218,3 +1218,54 @@ fn a_run_of_one_log_per_launch_is_folded_in_windows_as_read_whole() {
     let recovery = number(&rows[0], "recovery_s");
     assert!((recovery - 900.0).abs() < 1.0, "{recovery}");
 }
+
+#[test]
+fn a_folder_with_a_file_no_reader_takes_says_each_inputs_warnings_when_folded() {
+    // A folder walk finds a text file no reader takes (skipped, said once), a log over the head
+    // (folded) and a table with cells that are not numbers (read whole, warned of): each input's
+    // warnings are said as reading every input whole says them, and the summary is the same.
+    let wd = Workdir::new("goodput_windows_skipped");
+    wd.create(
+        "run/a_notes.txt",
+        "These are the notes of the run, not a log.\nNothing to read.\n",
+    );
+    wd.create("run/b.log", checkpointed_log(6_000, 500));
+    wd.create(
+        "run/c.jsonl",
+        "{\"step\": 1, \"step_time_s\": \"fast\", \"tokens\": 8192}\n{\"step\": 2, \"step_time_s\": 2.0, \"tokens\": 8192}\n",
+    );
+    let run = |windows: Option<&str>| {
+        let mut mfu = wd.mfu();
+        if let Some(sizes) = windows {
+            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
+        }
+        let out = mfu
+            .args(["summary", "run", "--format", "csv", "-v"])
+            .args(FLAGS)
+            .assert()
+            .success();
+        let out = out.get_output();
+        (
+            String::from_utf8(out.stdout.clone()).unwrap(),
+            String::from_utf8(out.stderr.clone()).unwrap(),
+        )
+    };
+    let warnings = |said: &str| -> Vec<String> {
+        said.lines()
+            .filter(|l| l.starts_with("mfu: warning"))
+            .map(String::from)
+            .collect()
+    };
+    let (whole, said_whole) = run(None);
+    let (folded, said) = run(Some("65536,500,32,16384"));
+    assert!(said.contains("folded window by window"), "{said}");
+    assert_eq!(folded, whole);
+    let told = warnings(&said);
+    assert_eq!(told, warnings(&said_whole));
+    assert!(
+        told.iter()
+            .any(|w| w.contains("c.jsonl") && w.contains("not a number")),
+        "{said}"
+    );
+    assert!(told.iter().any(|w| w.contains("a_notes.txt")), "{said}");
+}

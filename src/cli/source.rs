@@ -416,21 +416,27 @@ pub fn fold_reported<T>(
     let whole: Vec<bool> = windowed.iter().map(|w| !w).collect();
     let results = plan.load_wanted(true, &said, &whole)?;
     let mut parts = Vec::new();
-    // What to say of each input, in input order: its warnings or its error.
-    let mut reports: Vec<Result<Vec<String>, String>> = Vec::new();
+    // What to say of each input that is not skipped, in input order.
+    enum Report {
+        /// Folded: its warnings are its windows' reading's, in the order the fold gives them.
+        Folded,
+        Read(Vec<String>),
+        Failed(String),
+    }
+    let mut reports: Vec<Report> = Vec::new();
     let mut skipped = Vec::new();
     for (input, result) in plan.inputs.iter().zip(results) {
         match result {
             Ok(None) => {
                 parts.push(Part::Windows(input));
-                reports.push(Ok(Vec::new()));
+                reports.push(Report::Folded);
             }
             Ok(Some(l)) => {
-                reports.push(Ok(l.warnings.clone()));
+                reports.push(Report::Read(l.warnings.clone()));
                 parts.push(Part::Loaded(input.display.clone(), Box::new(l)));
             }
             Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
-            Err(e) => reports.push(Err(format!("{:#}", anyhow::Error::new(e)))),
+            Err(e) => reports.push(Report::Failed(format!("{:#}", anyhow::Error::new(e)))),
         }
     }
     let folded = fold(plan, parts, &terminal)?;
@@ -458,15 +464,15 @@ pub fn fold_reported<T>(
     terminal.finish();
     let mut reads = reads.into_iter();
     let mut failed = false;
-    for ((report, windowed), _) in reports.iter().zip(&windowed).zip(&plan.inputs) {
+    for report in reports {
         match report {
-            Ok(_) if *windowed => {
+            Report::Folded => {
                 for w in reads.next().map(|r| r.warnings).unwrap_or_default() {
                     eprintln!("mfu: warning: {w}");
                 }
             }
-            Ok(warnings) => warnings.iter().for_each(|w| eprintln!("mfu: warning: {w}")),
-            Err(error) => {
+            Report::Read(warnings) => warnings.iter().for_each(|w| eprintln!("mfu: warning: {w}")),
+            Report::Failed(error) => {
                 eprintln!("mfu: error: {error}");
                 failed = true;
             }
