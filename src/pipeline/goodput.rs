@@ -12,7 +12,7 @@ use crate::read::Input;
 use crate::summary::{f64s, step_spans, GroupBy, RunIndex, Spans};
 
 use super::runs::{run_group, run_groups};
-use super::windowed::{Fold, FoldedRuns, Part, Window, WindowsRead};
+use super::windowed::{Fold, FoldedRuns, Part, Window, WindowsRead, SPAN_BY_USUAL_GAP};
 use super::{Loaded, PipelineError};
 use super::{Observer, Plan};
 
@@ -933,6 +933,10 @@ impl SpanStream {
     }
 }
 
+/// Why a log whose numeric clock goes back too often is read whole.
+const CLOCK_GOES_BACK: &str =
+    "its wall-time column goes back between more than a tenth of its rows";
+
 /// What a run's rows fold into: the first pass's survey, or the second's accounts.
 enum RunFold<'w> {
     Survey(Survey),
@@ -985,11 +989,57 @@ impl<'w> RunStream<'w> {
         self.stage(r);
     }
 
-    fn finish(&mut self) {
+    /// Ends the run's rows (the row held for its span given); `Err` (why) where they were not weighed
+    /// as reading them whole weighs them: no row has a step time (none are left out then), or an
+    /// attempt logged none (it is timed by its wall clock, over all its rows).
+    fn finish(&mut self) -> Result<(), String> {
         if let Some(row) = self.spans.finish() {
             self.stage(row);
         }
         self.untimed_attempt |= self.untimed.finish().is_some();
+        if !self.any_step {
+            return Err("a run has no step time: its rows are weighed as read whole".into());
+        }
+        if self.untimed_attempt {
+            return Err(
+                "an attempt logged no step time: it is timed by its wall clock, over all its rows"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// What the first pass found, by which the second weighs the run's rows.
+    fn weights(self) -> Result<Weights, String> {
+        match self.fold {
+            RunFold::Survey(survey) => survey
+                .finish()
+                .ok_or_else(|| "a run's rows are all left out as no steps".into()),
+            RunFold::Accounts(_) => Err("the first pass surveys".into()),
+        }
+    }
+
+    /// The run's goodput from the second pass, with its notes (`refused`: the columns passed over as
+    /// no clock, and why).
+    fn goodput(self, refused: Vec<String>, sources: &[String]) -> Result<Goodput, String> {
+        let RunFold::Accounts(accounts) = self.fold else {
+            return Err("the second pass weighs".into());
+        };
+        // A log that grew between the passes (a run still writing it) gives rows the survey did not
+        // see.
+        if !accounts.as_surveyed() {
+            return Err("the log changed between the two passes (a run still writing it)".into());
+        }
+        let mut goodput = accounts.finish();
+        let left_out = self.rows - self.kept;
+        run_notes(
+            &mut goodput,
+            self.launches_without_steps,
+            refused,
+            sources,
+            left_out,
+        );
+        Ok(goodput)
     }
 
     fn stage(&mut self, mut row: Row) {
@@ -1120,25 +1170,14 @@ impl<'w> WindowsPass<'w> {
     /// log reads (the log is then read whole): a step time on no row, an attempt to time by its wall
     /// clock, a span that the run's most common gap decides, a numeric clock that goes back too often.
     fn finish(&mut self) -> Result<(), String> {
-        self.runs.iter_mut().for_each(RunStream::finish);
-        if self.numeric_wall && self.backwards.too_often() {
-            return Err(
-                "its wall-time column goes back between more than a tenth of its rows".into(),
-            );
+        for run in &mut self.runs {
+            run.finish()?;
         }
-        for run in &self.runs {
-            if !run.any_step {
-                return Err("a run has no step time: its rows are weighed as read whole".into());
-            }
-            if run.untimed_attempt {
-                return Err("an attempt logged no step time: it is timed by its wall clock, over all its rows".into());
-            }
-            if !run.spans.spans.guesses_hold() {
-                return Err(
-                    "a row's span is its run's most common step gap, known once every row is read"
-                        .into(),
-                );
-            }
+        if self.numeric_wall && self.backwards.too_often() {
+            return Err(CLOCK_GOES_BACK.into());
+        }
+        if !self.runs.iter().all(|run| run.spans.spans.guesses_hold()) {
+            return Err(SPAN_BY_USUAL_GAP.into());
         }
         Ok(())
     }
@@ -1278,15 +1317,10 @@ fn feed_chunk(
                 stream.stage(row);
             }
             if backwards.too_often() {
-                return Ok(Err(
-                    "its wall-time column goes back between more than a tenth of its rows".into(),
-                ));
+                return Ok(Err(CLOCK_GOES_BACK.into()));
             }
             if !stream.spans.spans.guesses_hold() {
-                return Ok(Err(
-                    "a row's span is its run's most common step gap, known once every row is read"
-                        .into(),
-                ));
+                return Ok(Err(SPAN_BY_USUAL_GAP.into()));
             }
             Ok(Ok((stream.spans.spans.usual_gap(), Some(read))))
         }
@@ -1401,21 +1435,9 @@ fn goodput_several(
             Ok(fed) => fed.into_iter().for_each(|(i, (gap, _))| gaps[i] = gap),
             Err(why) => return whole(&why),
         }
-        stream.untimed_attempt |= stream.untimed.finish().is_some();
-        if !stream.any_step {
-            return whole("a run has no step time: its rows are weighed as read whole");
-        }
-        if stream.untimed_attempt {
-            return whole(
-                "an attempt logged no step time: it is timed by its wall clock, over all its rows",
-            );
-        }
-        let RunFold::Survey(survey) = stream.fold else {
-            return whole("the first pass surveys");
-        };
-        match survey.finish() {
-            Some(w) => weights.push(w),
-            None => return whole("a run's rows are all left out as no steps"),
+        match stream.finish().and_then(|()| stream.weights()) {
+            Ok(w) => weights.push(w),
+            Err(why) => return whole(&why),
         }
     }
     // Second pass: each row weighed.
@@ -1429,16 +1451,6 @@ fn goodput_several(
             Ok(fed) => fed.into_iter().for_each(|(i, (_, read))| reads[i] = read),
             Err(why) => return whole(&why),
         }
-        let RunFold::Accounts(accounts) = &stream.fold else {
-            return whole("the second pass weighs");
-        };
-        if !accounts.as_surveyed() {
-            return whole("the log changed between the two passes (a run still writing it)");
-        }
-        let mut goodput = match stream.fold {
-            RunFold::Accounts(accounts) => accounts.finish(),
-            RunFold::Survey(_) => return whole("the second pass weighs"),
-        };
         // The notes and sources in input order, as the run's rows were gathered.
         let mut inputs = run.clone();
         inputs.sort_unstable();
@@ -1460,13 +1472,13 @@ fn goodput_several(
                 run.len()
             ));
         }
-        run_notes(
-            &mut goodput,
-            stream.launches_without_steps,
-            refused,
-            &sources,
-            stream.rows - stream.kept,
-        );
+        if let Err(why) = stream.finish() {
+            return whole(&why);
+        }
+        let goodput = match stream.goodput(refused, &sources) {
+            Ok(goodput) => goodput,
+            Err(why) => return whole(&why),
+        };
         measured.push(RunGoodput {
             keys,
             goodput,
@@ -1514,24 +1526,17 @@ pub fn goodput_windows(
     if let Err(why) = survey.finish() {
         return whole(why);
     }
-    // A run whose rows were all left out has no survey (reading whole says so).
-    let weights: Vec<(Weights, Option<f64>)> = survey
-        .runs
-        .iter_mut()
+    let weights = std::mem::take(&mut survey.runs)
+        .into_iter()
         .map(|run| {
             let gap = run.spans.spans.usual_gap();
-            let survey = match std::mem::replace(&mut run.fold, RunFold::Survey(Survey::default()))
-            {
-                RunFold::Survey(survey) => survey,
-                RunFold::Accounts(_) => unreachable!("the first pass surveys"),
-            };
-            survey.finish().map(|w| (w, gap))
+            run.weights().map(|w| (w, gap))
         })
-        .collect::<Option<_>>()
-        .unwrap_or_default();
-    if weights.len() != survey.runs.len() {
-        return whole("a run's rows are all left out as no steps".into());
-    }
+        .collect::<Result<Vec<_>, String>>();
+    let weights = match weights {
+        Ok(weights) => weights,
+        Err(why) => return whole(why),
+    };
     let mut accounts = WindowsPass::new(by, Some(&weights));
     let read = match plan.fold_windows(input, observer, &mut |w| accounts.window(&display, w))? {
         Ok(read) => read,
@@ -1540,12 +1545,7 @@ pub fn goodput_windows(
     if let Err(why) = accounts.finish() {
         return whole(why);
     }
-    // A log that grew between the passes (a run still writing it) gives rows the survey did not see.
-    let as_surveyed = accounts.runs.iter().all(|run| match &run.fold {
-        RunFold::Accounts(a) => a.as_surveyed(),
-        RunFold::Survey(_) => false,
-    });
-    if !as_surveyed || accounts.order != survey.order {
+    if accounts.order != survey.order {
         return whole("the log changed between the two passes (a run still writing it)".into());
     }
     let (Some((mut key_names, _)), Some((wall_time_column, refused))) =
@@ -1556,31 +1556,19 @@ pub fn goodput_windows(
     if key_names == ["source_file"] {
         key_names = vec!["input".into()];
     }
-    let measured = accounts
-        .order
-        .into_iter()
-        .zip(accounts.runs)
-        .map(|(keys, run)| {
-            let mut goodput = match run.fold {
-                RunFold::Accounts(accounts) => accounts.finish(),
-                RunFold::Survey(_) => unreachable!("the second pass weighs"),
-            };
-            let sources = vec![display.clone()];
-            run_notes(
-                &mut goodput,
-                run.launches_without_steps,
-                refused.clone(),
-                &sources,
-                run.rows - run.kept,
-            );
-            RunGoodput {
+    let mut measured = Vec::with_capacity(accounts.runs.len());
+    for (keys, run) in accounts.order.into_iter().zip(accounts.runs) {
+        let sources = vec![display.clone()];
+        match run.goodput(refused.clone(), &sources) {
+            Ok(goodput) => measured.push(RunGoodput {
                 keys,
                 goodput,
                 wall_time_column: wall_time_column.clone(),
                 sources,
-            }
-        })
-        .collect();
+            }),
+            Err(why) => return whole(why),
+        }
+    }
     Ok(Ok(((key_names, measured), vec![read])))
 }
 

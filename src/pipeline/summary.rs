@@ -6,7 +6,7 @@ use crate::summary::{summarize, GroupBy, RunIndex, RunSummary, Spans, SummaryInp
 
 use super::audit::{AuditRuns, RunAudit};
 use super::runs::{key_names, run_group, run_groups};
-use super::windowed::{Fold, FoldedRuns, Part};
+use super::windowed::{Fold, FoldedRuns, Part, SPAN_BY_USUAL_GAP};
 use super::{Loaded, Observer, PipelineError, Plan};
 
 /// One row per run over `loaded` (each input with its display name): runs are the values of the `by`
@@ -207,9 +207,7 @@ pub fn summary_parts(
             windows.give(&display, &last, &[(row, span)])?;
         }
         if !windows.spans.guesses_hold() {
-            return whole(
-                "a row's span is its run's most common step gap, known once every row is read",
-            );
+            return whole(SPAN_BY_USUAL_GAP);
         }
         if skip_steps > 0.0 && windows.first_step != windows.lowest_step {
             return whole("--skip-steps counts from a first step later than the run's lowest");

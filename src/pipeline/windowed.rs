@@ -52,6 +52,11 @@ pub enum Part<'a> {
     Windows(&'a Input),
 }
 
+/// Why a log is read whole where a row's span (the steps it stands for) is its run's most common step
+/// gap: the windows know it only once every row is read (`summary::Spans::guesses_hold`).
+pub const SPAN_BY_USUAL_GAP: &str =
+    "a row's span is its run's most common step gap, known once every row is read";
+
 /// One window, enriched, and the rows of the log before it.
 pub struct Window {
     pub loaded: Loaded,
