@@ -73,7 +73,23 @@ pub enum Size {
 /// This is what decides whether an input is small enough to read whole, so a file that compresses a
 /// thousand to one is judged by what it becomes, not by what it takes on disk.
 pub fn size_up_to(path: &Path, cap: u64) -> io::Result<Size> {
-    // Only the magic bytes are read to tell: deciding for two thousand small files reads no more of them.
+    let counted = match plain_len(path)? {
+        Some(len) => len,
+        None => {
+            let (reader, _) = open(path)?;
+            io::copy(&mut reader.take(cap.saturating_add(1)), &mut io::sink())?
+        }
+    };
+    Ok(if counted > cap {
+        Size::Over(cap)
+    } else {
+        Size::Exactly(counted)
+    })
+}
+
+/// The length of the file at `path` where it is not compressed; `None` where it is. Only the magic
+/// bytes are read to tell: deciding for two thousand small files reads no more of them.
+pub fn plain_len(path: &Path) -> io::Result<Option<u64>> {
     let mut file = File::open(path)?;
     let mut head = [0u8; 4];
     let mut got = 0;
@@ -83,22 +99,9 @@ pub fn size_up_to(path: &Path, cap: u64) -> io::Result<Size> {
             n => got += n,
         }
     }
-    let Some(compression) = Compression::sniff(&head[..got]) else {
-        let len = file.metadata()?.len();
-        return Ok(if len > cap {
-            Size::Over(cap)
-        } else {
-            Size::Exactly(len)
-        });
-    };
-    let whole =
-        BufReader::with_capacity(1 << 16, io::Cursor::new(head).take(got as u64).chain(file));
-    let reader = compression.decoder(whole)?;
-    let counted = io::copy(&mut reader.take(cap.saturating_add(1)), &mut io::sink())?;
-    Ok(if counted > cap {
-        Size::Over(cap)
-    } else {
-        Size::Exactly(counted)
+    Ok(match Compression::sniff(&head[..got]) {
+        None => Some(file.metadata()?.len()),
+        Some(_) => None,
     })
 }
 

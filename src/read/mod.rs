@@ -643,19 +643,21 @@ fn windowed_console(
         return Ok(None);
     };
     // Judged by its size once decompressed, as a table is: told from the file's length when it is not
-    // compressed, else by decompressing up to the head's size, which waits until the input is known
-    // to be a console log (a large compressed table read whole is not decompressed twice).
+    // compressed (before anything past its magic bytes is read: every input of a per-run command is
+    // asked), else by decompressing up to the head's size, which waits until the input is known to be
+    // a console log (a large compressed table read whole is not decompressed twice).
+    let head_bytes = sizes.head_bytes as u64;
+    let plain = compression::plain_len(path).map_err(|e| e.to_string())?;
+    if plain.is_some_and(|len| len <= head_bytes) {
+        return Ok(None);
+    }
     let over = || {
         matches!(
-            compression::size_up_to(path, sizes.head_bytes as u64),
+            compression::size_up_to(path, head_bytes),
             Ok(compression::Size::Over(_))
         )
     };
-    let (mut file, compression) = compression::open(path).map_err(|e| e.to_string())?;
-    let compressed = compression.is_some();
-    if !compressed && !over() {
-        return Ok(None);
-    }
+    let (mut file, _) = compression::open(path).map_err(|e| e.to_string())?;
     let detect = shapes::DETECT_BYTES as u64;
     let mut head = Vec::with_capacity(shapes::DETECT_BYTES);
     (&mut file)
@@ -670,7 +672,7 @@ fn windowed_console(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let shape = shape_of(input, options, &head, &file_name).map_err(|e| e.to_string())?;
-    if !matches!(shape, Shape::Console | Shape::Torchtitan) || (compressed && !over()) {
+    if !matches!(shape, Shape::Console | Shape::Torchtitan) || (plain.is_none() && !over()) {
         return Ok(None);
     }
     Ok(Some((shape, head, file)))
