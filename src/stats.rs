@@ -35,27 +35,40 @@ pub fn upper_middle(values: &mut [f64]) -> Option<f64> {
     (n > 0).then(|| *values.select_nth_unstable_by(n / 2, f64::total_cmp).1)
 }
 
-/// Keys by how often each was seen, while they repeat: once more than [`RAW_AFTER`] distinct keys
-/// are a quarter of all those seen, every key one by one instead. A distinct key takes 20 to 48
-/// bytes in the map (its count, the table's control byte and slack), one by one the key's own 8 to 24:
-/// a log whose every row's figure differs (`benches/console_log.py gen-distinct`) would otherwise hold
-/// more than reading it whole did.
+/// Keys as they were seen: one by one (8 to 24 bytes each) until [`ASK_AFTER`] of them, then by how
+/// often each was seen where they repeat (a quarter or fewer of the latest [`ASK_AFTER`] distinct),
+/// back to one by one where a map's distinct keys outgrow [`RAW_AFTER`] and a quarter of all. A key
+/// takes 20 to 48 bytes in a map (its count, the table's control byte and slack): a run of a few
+/// thousand rows, or a log whose every row's figure differs (`benches/console_log.py gen-distinct`),
+/// holds less one by one; a console log's millions of rows of a few thousand values, far less by
+/// value.
 #[derive(Debug, Clone)]
 pub struct Tally<K> {
-    counts: PlHashMap<K, u64>,
-    raw: Option<Vec<K>>,
+    store: Store<K>,
     len: u64,
+    /// The count of keys kept one by one at which to ask again whether they repeat.
+    next_check: usize,
 }
 
-/// Distinct keys a [`Tally`] counts in its map before it may keep them one by one.
+#[derive(Debug, Clone)]
+enum Store<K> {
+    OneByOne(Vec<K>),
+    ByValue(PlHashMap<K, u64>),
+}
+
+/// Keys a [`Tally`] keeps one by one before it asks whether the latest of them repeat (64 Ki keys,
+/// 512 KiB of `f64`s: a run of a few thousand rows never asks).
+pub const ASK_AFTER: usize = 1 << 16;
+
+/// Distinct keys a [`Tally`]'s map holds before it may keep them one by one again.
 pub const RAW_AFTER: usize = 1 << 18;
 
 impl<K> Default for Tally<K> {
     fn default() -> Tally<K> {
         Tally {
-            counts: PlHashMap::default(),
-            raw: None,
+            store: Store::OneByOne(Vec::new()),
             len: 0,
+            next_check: ASK_AFTER,
         }
     }
 }
@@ -67,19 +80,42 @@ impl<K: Copy + Eq + std::hash::Hash> Tally<K> {
             return;
         }
         self.len += times;
-        if let Some(raw) = self.raw.as_mut() {
-            raw.extend(std::iter::repeat_n(key, times as usize));
+        let raw = match &mut self.store {
+            // A key seen this often repeats: counted, not written out.
+            Store::OneByOne(raw) if times as usize >= ASK_AFTER => {
+                let mut counts = by_value(raw);
+                *counts.entry(key).or_insert(0) += times;
+                self.store = Store::ByValue(counts);
+                return;
+            }
+            Store::OneByOne(raw) => raw,
+            Store::ByValue(counts) => {
+                *counts.entry(key).or_insert(0) += times;
+                let distinct = counts.len();
+                if distinct > RAW_AFTER && (distinct as u64).saturating_mul(4) > self.len {
+                    let mut raw = Vec::with_capacity(self.len as usize);
+                    for (key, n) in counts.drain() {
+                        raw.extend(std::iter::repeat_n(key, n as usize));
+                    }
+                    self.next_check = raw.len().saturating_mul(2);
+                    self.store = Store::OneByOne(raw);
+                }
+                return;
+            }
+        };
+        raw.extend(std::iter::repeat_n(key, times as usize));
+        if raw.len() < self.next_check {
             return;
         }
-        *self.counts.entry(key).or_insert(0) += times;
-        let distinct = self.counts.len();
-        if distinct > RAW_AFTER && (distinct as u64).saturating_mul(4) > self.len {
-            let mut raw = Vec::with_capacity(self.len as usize);
-            for (key, n) in self.counts.drain() {
-                raw.extend(std::iter::repeat_n(key, n as usize));
-            }
-            self.counts = PlHashMap::default();
-            self.raw = Some(raw);
+        self.next_check = raw.len().saturating_mul(2);
+        let recent = &raw[raw.len() - ASK_AFTER..];
+        let distinct = recent
+            .iter()
+            .collect::<polars::prelude::PlHashSet<&K>>()
+            .len();
+        if distinct * 4 <= ASK_AFTER {
+            let counts = by_value(raw);
+            self.store = Store::ByValue(counts);
         }
     }
 
@@ -94,16 +130,30 @@ impl<K: Copy + Eq + std::hash::Hash> Tally<K> {
 
     /// Each key with how often it was seen, in no order; a key kept one by one comes once each time.
     pub fn entries(&self) -> Box<dyn Iterator<Item = (K, u64)> + '_> {
-        match &self.raw {
-            Some(raw) => Box::new(raw.iter().map(|k| (*k, 1))),
-            None => Box::new(self.counts.iter().map(|(k, n)| (*k, *n))),
+        match &self.store {
+            Store::OneByOne(raw) => Box::new(raw.iter().map(|k| (*k, 1))),
+            Store::ByValue(counts) => Box::new(counts.iter().map(|(k, n)| (*k, *n))),
         }
     }
+
+    /// Whether the keys are kept one by one.
+    pub fn one_by_one(&self) -> bool {
+        matches!(self.store, Store::OneByOne(_))
+    }
+}
+
+/// Keys kept one by one, counted by value.
+fn by_value<K: Copy + Eq + std::hash::Hash>(raw: &[K]) -> PlHashMap<K, u64> {
+    let mut counts = PlHashMap::default();
+    for key in raw {
+        *counts.entry(*key).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// Values by how often each was seen (keyed by their bits: `-0.0` and `0.0` apart, as `total_cmp` has
 /// them): the order statistics of as many values as a log has rows, in memory of its distinct values
-/// (one by one where they hardly repeat: [`Tally`]).
+/// where they repeat ([`Tally`]).
 #[derive(Debug, Clone, Default)]
 pub struct Counted {
     tally: Tally<u64>,
@@ -297,13 +347,13 @@ mod tests {
 
     #[test]
     fn values_that_hardly_repeat_are_kept_one_by_one_with_the_same_statistics() {
-        // Past RAW_AFTER distinct values that are a quarter of all, the tally keeps them one by one:
-        // the same median, sorted counts and equality as counted by value.
+        // Values that hardly repeat stay one by one past every question whether they repeat: the same
+        // median, sorted counts and equality as counted by value.
         let n = RAW_AFTER as u64 + 1000;
         let values: Vec<f64> = (0..n).map(|i| (i % (n - 7)) as f64 * 0.5 - 3.0).collect();
         let mut counted = Counted::default();
         values.iter().for_each(|v| counted.push(*v));
-        assert!(counted.tally.raw.is_some());
+        assert!(counted.tally.one_by_one());
         let mut one_by_one = values.clone();
         assert_eq!(counted.median(), median(&mut one_by_one));
         let sorted = counted.sorted();
@@ -311,11 +361,24 @@ mod tests {
         assert_eq!(sorted.iter().map(|(_, c)| c).sum::<u64>(), n);
         assert_eq!(sorted[0], (-3.0, 2));
         assert!(!counted.all_equal());
-        // A few values repeated many times stay counted by value.
+        // A few values repeated many times are counted by value once there are enough of them, with
+        // the same statistics; fewer are kept one by one, as a run of a few thousand rows.
         let mut few = Counted::default();
         (0..n).for_each(|i| few.push((i % 100) as f64));
-        assert!(few.tally.raw.is_none());
+        assert!(!few.tally.one_by_one());
         assert_eq!(few.distinct(), 100);
+        let mut again: Vec<f64> = (0..n).map(|i| (i % 100) as f64).collect();
+        assert_eq!(few.median(), median(&mut again));
+        let mut small = Counted::default();
+        (0..5000).for_each(|i| small.push((i % 100) as f64));
+        assert!(small.tally.one_by_one());
+        assert_eq!(small.sorted()[3], (3.0, 50));
+        // A value pushed many times at once is counted, not written out.
+        let mut many = Counted::default();
+        many.push(1.0);
+        many.push_times(2.0, 1 << 20);
+        assert!(!many.tally.one_by_one());
+        assert_eq!((many.len(), many.median()), ((1 << 20) + 1, Some(2.0)));
     }
 
     #[test]
