@@ -74,8 +74,8 @@ struct SummaryWindows<'a> {
     key: Option<Vec<Option<String>>>,
     runs: &'a mut SummaryRuns,
     audits: &'a mut AuditRuns,
-    /// The window before and its last row, not yet given.
-    held: Option<(Loaded, usize)>,
+    /// The window before, its runs, and its last row, not yet given.
+    held: Option<(Loaded, RunIndex, usize)>,
     /// The run's rows' spans, as they come.
     spans: Spans,
     /// With warm-up left out: the first window's first step, which the whole log's must be.
@@ -84,24 +84,24 @@ struct SummaryWindows<'a> {
 }
 
 impl SummaryWindows<'_> {
-    /// Gives `rows` of `l`, with their spans, to the summary.
+    /// Gives `rows` of `l` (whose runs are `index`), with their spans, to the summary.
     fn give(
         &mut self,
         display: &str,
         l: &Loaded,
+        index: &RunIndex,
         rows: &[(usize, f64)],
     ) -> Result<(), PipelineError> {
         let Some((_, group)) = self.grouped.as_ref() else {
             return Ok(());
         };
         let input = summary_input(display, l, group.clone());
-        let index = RunIndex::of(input.frame, display, group).map_err(PipelineError::Combine)?;
         let from = self
             .first_step
             .filter(|_| self.skip_steps > 0.0)
             .map(|s| s + self.skip_steps);
         self.runs
-            .add(&input, &index, rows.iter().copied(), |_| from)
+            .add(&input, index, rows.iter().copied(), |_| from)
             .map_err(PipelineError::Combine)
     }
 
@@ -137,17 +137,17 @@ impl SummaryWindows<'_> {
             self.first_step.get_or_insert(*s);
             self.lowest_step = Some(self.lowest_step.map_or(*s, |l| l.min(*s)));
         }
-        if let Some((before, last)) = self.held.take() {
+        if let Some((before, before_index, last)) = self.held.take() {
             let span = self
                 .spans
                 .next(before.enriched.values.steps[last], steps[0]);
-            self.give(display, &before, &[(last, span)])?;
+            self.give(display, &before, &before_index, &[(last, span)])?;
         }
         let rows: Vec<(usize, f64)> = (0..height - 1)
             .map(|row| (row, self.spans.next(steps[row], steps[row + 1])))
             .collect();
-        self.give(display, &l, &rows)?;
-        self.held = Some((l, height - 1));
+        self.give(display, &l, &index, &rows)?;
+        self.held = Some((l, index, height - 1));
         Ok(Fold::On)
     }
 }
@@ -202,9 +202,9 @@ pub fn summary_parts(
             Ok(read) => read,
             Err(why) => return Ok(Err(why)),
         };
-        if let Some((last, row)) = windows.held.take() {
+        if let Some((last, index, row)) = windows.held.take() {
             let span = windows.spans.next(last.enriched.values.steps[row], None);
-            windows.give(&display, &last, &[(row, span)])?;
+            windows.give(&display, &last, &index, &[(row, span)])?;
         }
         if !windows.spans.guesses_hold() {
             return whole(SPAN_BY_USUAL_GAP);
