@@ -521,78 +521,97 @@ fn table_out<'py>(
 /// Inputs loaded for the per-run functions: each with its name, and the warnings.
 type LoadedRuns = (Vec<(String, mfu::pipeline::Loaded)>, Vec<String>);
 
-/// Files (`paths`) or Arrow data (`data`, enriched first or taken as enriched) loaded as `mfu summary`
-/// and `mfu goodput` load them.
-fn load_runs(
-    paths: Option<Vec<String>>,
-    imported: Option<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>,
-    mut options: Options,
-    what: &str,
-) -> Result<LoadedRuns, PipelineError> {
+/// Every input of `plan` read whole, as `mfu summary` and `mfu goodput` read them, with their warnings.
+fn load_plan(plan: &Plan) -> Result<LoadedRuns, PipelineError> {
     let mut loaded = Vec::new();
     let mut warnings = Vec::new();
-    match (paths, imported) {
-        (Some(paths), None) => {
-            options.inputs = paths;
-            let plan = Plan::new(&options)?;
-            for (input, l) in plan.inputs.iter().zip(plan.load_all(true, &Silent)?) {
-                let l = l?;
-                warnings.extend(l.warnings.iter().cloned());
-                loaded.push((input.display.clone(), l));
-            }
-        }
-        (None, Some((schema, batches))) => {
-            let enrich = options.enrich_options()?;
-            let one = arrow::compute::concat_batches(&schema, &batches)
-                .map_err(|e| PipelineError::Output(e.to_string()))?;
-            let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
-                .map_err(|e| PipelineError::Output(e.to_string()))?;
-            let enriched = if mfu::enrich::is_enriched(&frame) {
-                let recorded = schema.metadata().get(mfu::enrich::OPTIONS_KEY);
-                mfu::enrich::reuse_enriched(frame, &enrich, recorded.map(String::as_str))
-            } else {
-                mfu::enrich::enrich_frame(frame, &enrich)
-            }
-            .map_err(|error| PipelineError::Enrich {
-                input: "data".into(),
-                error,
-            })?;
-            loaded.push((
-                "data".to_string(),
-                mfu::pipeline::Loaded {
-                    enriched,
-                    held: mfu::read::Held::none(),
-                    rejects: Vec::new(),
-                    warnings: Vec::new(),
-                    marks: None,
-                    argument: "data".into(),
-                    shape: mfu::read::Shape::Table,
-                },
-            ));
-        }
-        _ => {
-            return Err(PipelineError::Output(format!(
-                "{what} takes either paths or data"
-            )))
-        }
+    for (input, l) in plan.inputs.iter().zip(plan.load_all(true, &Silent)?) {
+        let l = l?;
+        warnings.extend(l.warnings.iter().cloned());
+        loaded.push((input.display.clone(), l));
     }
     Ok((loaded, warnings))
 }
 
+/// Arrow data loaded as `mfu summary` and `mfu goodput` load a table: enriched first, or taken as
+/// enriched.
+fn load_data(
+    (schema, batches): (arrow::datatypes::SchemaRef, Vec<RecordBatch>),
+    options: Options,
+) -> Result<LoadedRuns, PipelineError> {
+    let enrich = options.enrich_options()?;
+    let one = arrow::compute::concat_batches(&schema, &batches)
+        .map_err(|e| PipelineError::Output(e.to_string()))?;
+    let frame = mfu::arrow_bridge::record_batch_to_frame(&one)
+        .map_err(|e| PipelineError::Output(e.to_string()))?;
+    let enriched = if mfu::enrich::is_enriched(&frame) {
+        let recorded = schema.metadata().get(mfu::enrich::OPTIONS_KEY);
+        mfu::enrich::reuse_enriched(frame, &enrich, recorded.map(String::as_str))
+    } else {
+        mfu::enrich::enrich_frame(frame, &enrich)
+    }
+    .map_err(|error| PipelineError::Enrich {
+        input: "data".into(),
+        error,
+    })?;
+    let loaded = mfu::pipeline::Loaded {
+        enriched,
+        held: mfu::read::Held::none(),
+        rejects: Vec::new(),
+        warnings: Vec::new(),
+        marks: None,
+        argument: "data".into(),
+        shape: mfu::read::Shape::Table,
+    };
+    Ok((vec![("data".to_string(), loaded)], Vec::new()))
+}
+
 /// A per-run function's fold of its inputs, the large console logs among them window by window (as
-/// `mfu summary`, `goodput` and `audit` fold them): its frame and the logs' warnings, or `None` where
+/// `mfu summary`, `goodput` and `audit` fold them): its frame and each log's warnings, or `None` where
 /// every input is read whole.
-type Folded = Option<(mfu::write::Frame, Vec<String>)>;
+type Folded = Option<(mfu::write::Frame, Vec<Vec<String>>)>;
+
+/// `plan`'s inputs folded by `fold` where any is a console log over 64 MiB: the frame as a batch and
+/// each input's warnings in input order; `None` where they are to be read whole.
+fn fold_parts(
+    plan: &Plan,
+    fold: impl FnOnce(&Plan, Vec<Part>) -> Result<Folded, PipelineError>,
+) -> Result<Option<(RecordBatch, Vec<String>)>, PipelineError> {
+    let Some(windowed) = plan.windowed_inputs() else {
+        return Ok(None);
+    };
+    let mut parts = Vec::new();
+    // Each input's warnings in input order: a loaded one's, or its fold's (`None`).
+    let mut said: Vec<Option<Vec<String>>> = Vec::new();
+    for (_, part) in plan.parts(&windowed, true, &Silent)? {
+        let part = part?;
+        said.push(match &part {
+            Part::Loaded(_, l) => Some(l.warnings.clone()),
+            Part::Windows(_) => None,
+        });
+        parts.push(part);
+    }
+    let Some((frame, reads)) = fold(plan, parts)? else {
+        return Ok(None);
+    };
+    let mut reads = reads.into_iter();
+    let warnings = said
+        .into_iter()
+        .flat_map(|w| w.or_else(|| reads.next()).unwrap_or_default())
+        .collect();
+    Ok(Some((frame_batch(&frame, Default::default())?, warnings)))
+}
 
 /// What the per-run functions share: the inputs (files or Arrow data) loaded without the GIL, `runs`
 /// made of them into a frame, and the frame handed to Python with the loading's warnings. Files of
 /// which any is a console log over 64 MiB are first offered to `fold`: such a log is folded window by
-/// window, its rows never held at once.
+/// window, its rows never held at once. The plan of the files is made once (a URL's object is fetched
+/// once), whether they are folded or read whole.
 fn per_run_table<'py>(
     py: Python<'py>,
     paths: Option<Vec<String>>,
     data: Option<&Bound<'py, PyAny>>,
-    options: Options,
+    mut options: Options,
     what: &str,
     fold: impl FnOnce(&Plan, Vec<Part>) -> Result<Folded, PipelineError> + Send,
     runs: impl FnOnce(&[(String, mfu::pipeline::Loaded)]) -> Result<mfu::write::Frame, PipelineError>
@@ -601,36 +620,22 @@ fn per_run_table<'py>(
     let imported = data.map(import_stream).transpose()?;
     let (batch, warnings) = py
         .detach(|| -> Result<_, PipelineError> {
-            if let (Some(paths), None) = (&paths, &imported) {
-                let mut all = options.clone();
-                all.inputs = paths.clone();
-                let plan = Plan::new(&all)?;
-                let windowed: Vec<bool> = plan
-                    .inputs
-                    .iter()
-                    .map(|input| mfu::read::is_windowed_console(input, &plan.read))
-                    .collect();
-                if windowed.contains(&true) {
-                    let whole: Vec<bool> = windowed.iter().map(|w| !w).collect();
-                    let mut parts = Vec::new();
-                    let mut warnings = Vec::new();
-                    let loaded = plan.load_wanted(true, &Silent, &whole)?;
-                    for (input, l) in plan.inputs.iter().zip(loaded) {
-                        match l? {
-                            Some(l) => {
-                                warnings.extend(l.warnings.iter().cloned());
-                                parts.push(Part::Loaded(input.display.clone(), Box::new(l)));
-                            }
-                            None => parts.push(Part::Windows(input)),
-                        }
+            let (loaded, warnings) = match (paths, imported) {
+                (Some(paths), None) => {
+                    options.inputs = paths;
+                    let plan = Plan::new(&options)?;
+                    if let Some(folded) = fold_parts(&plan, fold)? {
+                        return Ok(folded);
                     }
-                    if let Some((frame, read)) = fold(&plan, parts)? {
-                        warnings.extend(read);
-                        return Ok((frame_batch(&frame, Default::default())?, warnings));
-                    }
+                    load_plan(&plan)?
                 }
-            }
-            let (loaded, warnings) = load_runs(paths, imported, options, what)?;
+                (None, Some(data)) => load_data(data, options)?,
+                _ => {
+                    return Err(PipelineError::Output(format!(
+                        "{what} takes either paths or data"
+                    )))
+                }
+            };
             let frame = runs(&loaded)?;
             Ok((frame_batch(&frame, Default::default())?, warnings))
         })
@@ -666,7 +671,7 @@ fn summary<'py>(
             .ok()
             .map(|((keys, runs), reads)| {
                 let frame = mfu::summary::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
+                Ok((frame, reads.into_iter().map(|r| r.warnings).collect()))
             })
             .transpose()
     };
@@ -698,7 +703,7 @@ fn goodput<'py>(
             .map(|((keys, runs), reads)| {
                 let frame = mfu::pipeline::goodput::to_frame(&keys, &runs)
                     .map_err(PipelineError::Combine)?;
-                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
+                Ok((frame, reads.into_iter().map(|r| r.warnings).collect()))
             })
             .transpose()
     };
@@ -731,7 +736,7 @@ fn audit<'py>(
             .map(|((keys, runs), reads)| {
                 let frame =
                     mfu::pipeline::audit::to_frame(&keys, &runs).map_err(PipelineError::Combine)?;
-                Ok((frame, reads.into_iter().flat_map(|r| r.warnings).collect()))
+                Ok((frame, reads.into_iter().map(|r| r.warnings).collect()))
             })
             .transpose()
     };

@@ -399,22 +399,16 @@ pub fn fold_reported<T>(
         &dyn Observer,
     ) -> Result<Result<(T, Vec<WindowsRead>), Whole>, PipelineError>,
 ) -> Result<Option<(T, bool)>, PipelineError> {
-    let windowed: Vec<bool> = plan
-        .inputs
-        .iter()
-        .map(|input| mfu::read::is_windowed_console(input, &plan.read))
-        .collect();
-    if !windowed.contains(&true) {
+    let Some(windowed) = plan.windowed_inputs() else {
         return Ok(None);
-    }
+    };
     let terminal = Terminal::new(plan.inputs.len(), quiet);
     // The loaded inputs' -v lines wait until the fold is known to hold (else the whole read says them).
     let said = Said {
         terminal: &terminal,
         lines: std::sync::Mutex::new(Vec::new()),
     };
-    let whole: Vec<bool> = windowed.iter().map(|w| !w).collect();
-    let results = plan.load_wanted(true, &said, &whole)?;
+    let items = plan.parts(&windowed, true, &said)?;
     let mut parts = Vec::new();
     // What to say of each input that is not skipped, in input order.
     enum Report {
@@ -425,15 +419,15 @@ pub fn fold_reported<T>(
     }
     let mut reports: Vec<Report> = Vec::new();
     let mut skipped = Vec::new();
-    for (input, result) in plan.inputs.iter().zip(results) {
-        match result {
-            Ok(None) => {
-                parts.push(Part::Windows(input));
-                reports.push(Report::Folded);
-            }
-            Ok(Some(l)) => {
+    for (input, part) in items {
+        match part {
+            Ok(Part::Loaded(display, l)) => {
                 reports.push(Report::Read(l.warnings.clone()));
-                parts.push(Part::Loaded(input.display.clone(), Box::new(l)));
+                parts.push(Part::Loaded(display, l));
+            }
+            Ok(part) => {
+                reports.push(Report::Folded);
+                parts.push(part);
             }
             Err(e) if e.is_skip(input) => skipped.extend(e.skipped(input)),
             Err(e) => reports.push(Report::Failed(format!("{:#}", anyhow::Error::new(e)))),

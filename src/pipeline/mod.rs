@@ -730,28 +730,6 @@ impl Plan {
             loaded
         })
     }
-
-    /// [`Plan::load_all`] of the inputs `wanted` marks (in parallel), in input order; `None` for the
-    /// others (a command folds them window by window).
-    pub fn load_wanted(
-        &self,
-        reuse: bool,
-        observer: &dyn Observer,
-        wanted: &[bool],
-    ) -> Result<Vec<Result<Option<Loaded>, PipelineError>>, PipelineError> {
-        self.for_each_input(|i, input| {
-            if !wanted.get(i).copied().unwrap_or(true) {
-                return Ok(None);
-            }
-            let loaded = self.load(input, reuse, observer);
-            if let Ok(l) = &loaded {
-                observer.on(Event::InputDone {
-                    rows: l.enriched.frame.height(),
-                });
-            }
-            loaded.map(Some)
-        })
-    }
 }
 
 /// What the user should know about one input (called `display` in the messages): the reader's warnings,

@@ -17,7 +17,7 @@ use crate::enrich::enrich_frame;
 use crate::goodput::Mark;
 use crate::read::console::windows::window_sizes;
 use crate::read::memory::format_size;
-use crate::read::{console_in_windows, Held, Input};
+use crate::read::{console_in_windows, is_windowed_console, Held, Input};
 
 use super::{timings_wanted, Event, Loaded, Observer, PipelineError, Plan, Seen};
 
@@ -64,6 +64,50 @@ pub struct Window {
 }
 
 impl Plan {
+    /// Which inputs are console logs read in windows (see [`Plan::parts`]); `None` where none is.
+    pub fn windowed_inputs(&self) -> Option<Vec<bool>> {
+        let windowed: Vec<bool> = self
+            .inputs
+            .iter()
+            .map(|input| is_windowed_console(input, &self.read))
+            .collect();
+        windowed.contains(&true).then_some(windowed)
+    }
+
+    /// The inputs as a per-run command folds them, in input order: each console log read in windows
+    /// (`windowed`, from [`Plan::windowed_inputs`]) to fold, every other input read whole (in parallel,
+    /// `reuse` as [`Plan::load_all`] has it), or why it could not be.
+    #[allow(clippy::type_complexity)]
+    pub fn parts(
+        &self,
+        windowed: &[bool],
+        reuse: bool,
+        observer: &dyn Observer,
+    ) -> Result<Vec<(&Input, Result<Part<'_>, PipelineError>)>, PipelineError> {
+        let loaded = self.for_each_input(|i, input| {
+            if windowed.get(i).copied().unwrap_or(false) {
+                return Ok(None);
+            }
+            let loaded = self.load(input, reuse, observer)?;
+            observer.on(Event::InputDone {
+                rows: loaded.enriched.frame.height(),
+            });
+            Ok(Some(loaded))
+        })?;
+        Ok(self
+            .inputs
+            .iter()
+            .zip(loaded)
+            .map(|(input, l)| {
+                let part = l.map(|l| match l {
+                    Some(l) => Part::Loaded(input.display.clone(), Box::new(l)),
+                    None => Part::Windows(input),
+                });
+                (input, part)
+            })
+            .collect())
+    }
+
     /// Folds the console log `input` window by window into `fold` (see the module's doc); `Err` where
     /// it is to be read whole: it is no log read in windows, its windows stop, or `fold` stops (it
     /// cannot fold this log as the whole log reads).
