@@ -880,20 +880,30 @@ fn checkpointed_log(steps: u32, every: u32) -> String {
 
 /// `mfu COMMAND INPUT FLAGS --format csv -v` with windows of 500 rows: its output and what it said.
 fn in_windows(wd: &Workdir, command: &str, input: &str, windows: Option<&str>) -> (String, String) {
+    run_in_windows(wd, &[command, input, "--format", "csv", "-v"], windows)
+}
+
+/// `mfu ARGS FLAGS`, which must succeed, with windows of the sizes `windows` gives
+/// (`MFU_CONSOLE_WINDOWS`; the defaults without): its output and what it said.
+fn run_in_windows(wd: &Workdir, args: &[&str], windows: Option<&str>) -> (String, String) {
     let mut mfu = wd.mfu();
     if let Some(sizes) = windows {
         mfu.env("MFU_CONSOLE_WINDOWS", sizes);
     }
-    let assert = mfu
-        .args([command, input, "--format", "csv", "-v"])
-        .args(FLAGS)
-        .assert()
-        .success();
+    let assert = mfu.args(args).args(FLAGS).assert().success();
     let out = assert.get_output();
     (
         String::from_utf8(out.stdout.clone()).unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// The warnings in what mfu said.
+fn warnings_said(said: &str) -> Vec<String> {
+    said.lines()
+        .filter(|l| l.starts_with("mfu: warning"))
+        .map(String::from)
+        .collect()
 }
 
 /// What `-v` says of the reading, less how the log was read and its figures (the evidence's figures
@@ -1072,10 +1082,6 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
     }
     // Warm-up left out of the summary: the first step the first window holds is the log's.
     let summary = |windows: Option<&str>| {
-        let mut mfu = wd.mfu();
-        if let Some(sizes) = windows {
-            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
-        }
         let args = [
             "summary",
             "train.log",
@@ -1084,16 +1090,7 @@ fn relaunches_after_a_head_that_saw_one_are_weighed_in_windows_as_read_whole() {
             "--format",
             "csv",
         ];
-        String::from_utf8(
-            mfu.args(args)
-                .args(FLAGS)
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-                .clone(),
-        )
-        .unwrap()
+        run_in_windows(&wd, &args, windows).0
     };
     let warm = summary(sizes);
     assert_eq!(warm, summary(None));
@@ -1129,25 +1126,10 @@ fn several_inputs_fold_their_large_logs_and_read_the_rest_whole() {
         "{\"step\": 1, \"step_time_s\": 2.0, \"tokens\": 8192}\n{\"step\": 2, \"step_time_s\": 2.0, \"tokens\": 8192}\n",
     );
     let run = |command: &str, windows: Option<&str>| {
-        let mut mfu = wd.mfu();
-        if let Some(sizes) = windows {
-            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
-        }
         let args = [
             command, "a.log", "c.jsonl", "b.log", "--format", "csv", "-v",
         ];
-        let out = mfu.args(args).args(FLAGS).assert().success();
-        let out = out.get_output();
-        (
-            String::from_utf8(out.stdout.clone()).unwrap(),
-            String::from_utf8(out.stderr.clone()).unwrap(),
-        )
-    };
-    let warnings = |said: &str| -> Vec<String> {
-        said.lines()
-            .filter(|l| l.starts_with("mfu: warning"))
-            .map(String::from)
-            .collect()
+        run_in_windows(&wd, &args, windows)
     };
     for command in ["summary", "audit"] {
         let (whole, said_whole) = run(command, None);
@@ -1158,7 +1140,11 @@ fn several_inputs_fold_their_large_logs_and_read_the_rest_whole() {
             "{command}: {said}"
         );
         assert_eq!(folded, whole, "{command}");
-        assert_eq!(warnings(&said), warnings(&said_whole), "{command}");
+        assert_eq!(
+            warnings_said(&said),
+            warnings_said(&said_whole),
+            "{command}"
+        );
         assert_eq!(csv_rows(&folded).len(), 3, "{command}: {folded}");
     }
     // Goodput folds them too, each input its own run, twice.
@@ -1190,20 +1176,7 @@ fn a_run_of_one_log_per_launch_is_folded_in_windows_as_read_whole() {
         wd.create(&format!("run/{name}"), text);
     }
     let run = |windows: Option<&str>| {
-        let mut mfu = wd.mfu();
-        if let Some(sizes) = windows {
-            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
-        }
-        let out = mfu
-            .args(["goodput", "run", "--format", "csv", "-v"])
-            .args(FLAGS)
-            .assert()
-            .success();
-        let out = out.get_output();
-        (
-            String::from_utf8(out.stdout.clone()).unwrap(),
-            String::from_utf8(out.stderr.clone()).unwrap(),
-        )
+        run_in_windows(&wd, &["goodput", "run", "--format", "csv", "-v"], windows)
     };
     let (whole, _) = run(None);
     let (folded, said) = run(Some("65536,500,32,16384"));
@@ -1235,33 +1208,14 @@ fn a_folder_with_a_file_no_reader_takes_says_each_inputs_warnings_when_folded() 
         "{\"step\": 1, \"step_time_s\": \"fast\", \"tokens\": 8192}\n{\"step\": 2, \"step_time_s\": 2.0, \"tokens\": 8192}\n",
     );
     let run = |windows: Option<&str>| {
-        let mut mfu = wd.mfu();
-        if let Some(sizes) = windows {
-            mfu.env("MFU_CONSOLE_WINDOWS", sizes);
-        }
-        let out = mfu
-            .args(["summary", "run", "--format", "csv", "-v"])
-            .args(FLAGS)
-            .assert()
-            .success();
-        let out = out.get_output();
-        (
-            String::from_utf8(out.stdout.clone()).unwrap(),
-            String::from_utf8(out.stderr.clone()).unwrap(),
-        )
-    };
-    let warnings = |said: &str| -> Vec<String> {
-        said.lines()
-            .filter(|l| l.starts_with("mfu: warning"))
-            .map(String::from)
-            .collect()
+        run_in_windows(&wd, &["summary", "run", "--format", "csv", "-v"], windows)
     };
     let (whole, said_whole) = run(None);
     let (folded, said) = run(Some("65536,500,32,16384"));
     assert!(said.contains("folded window by window"), "{said}");
     assert_eq!(folded, whole);
-    let told = warnings(&said);
-    assert_eq!(told, warnings(&said_whole));
+    let told = warnings_said(&said);
+    assert_eq!(told, warnings_said(&said_whole));
     assert!(
         told.iter()
             .any(|w| w.contains("c.jsonl") && w.contains("not a number")),
